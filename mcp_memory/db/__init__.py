@@ -1,0 +1,1 @@
+"""Storage: the embedded server, the connection pool, migrations and the repository (all SQL)."""

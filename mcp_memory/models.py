@@ -1,0 +1,148 @@
+"""Value types that cross stage boundaries and the tools' structured results.
+
+Tool results are pydantic models so that MCP clients receive structured content as well as
+text. Internal stage types are frozen dataclasses-like models; none is an asyncpg Record.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AuditEntry",
+    "AuditList",
+    "Candidate",
+    "DeleteResult",
+    "NewMemory",
+    "OperationUsage",
+    "Plan",
+    "RecallResult",
+    "RecalledMemory",
+    "StoreResult",
+    "TimeWindow",
+    "UsageStats",
+]
+
+
+class NewMemory(BaseModel):
+    """A validated memory on its way to the repository."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session: str
+    content: str
+    occurred_at: datetime  # always timezone-aware (UTC when the caller gave no zone)
+    metadata: dict[str, Any]
+    importance: float | None
+    content_hash: bytes  # sha256 of the UTF-8 content, exactly as given
+
+
+class StoreResult(BaseModel):
+    """What store_memory returns."""
+
+    memory_id: str = Field(description="Id of the stored memory (a UUID); pass it to delete_memory.")
+    session: str
+    occurred_at: str = Field(description="When it happened, ISO 8601 with an explicit UTC offset.")
+    deduplicated: bool = Field(description="True when the same content was already stored in this session.")
+
+
+class RecalledMemory(BaseModel):
+    """One memory in a recall result."""
+
+    memory_id: str
+    content: str = Field(description="The memory exactly as stored.")
+    occurred_at: str = Field(description="ISO 8601 with an explicit UTC offset.")
+    score: float = Field(description="Fused relevance score; higher is better, comparable within one recall only.")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class RecallResult(BaseModel):
+    """What recall_memory returns."""
+
+    answer: str | None = Field(
+        description="Answer written from the cited memories, the fixed refusal, or null when no answer model is set."
+    )
+    memories: list[RecalledMemory] = Field(
+        description="With an answer: the memories it cites. Without: the top_k memories, best first."
+    )
+    answerable: bool | None = Field(None, description="The answer model's verdict; null without one.")
+    truncated: bool = Field(False, description="True when lower-ranked memories were left out to bound the size.")
+    omitted_memory_ids: list[str] = Field(default_factory=list, description="Ids left out when truncated.")
+
+
+class DeleteResult(BaseModel):
+    """What delete_memory returns."""
+
+    deleted: bool = Field(description="True when at least one memory was deleted by this call.")
+    count: int = Field(description="Number of memories deleted.")
+
+
+class AuditEntry(BaseModel):
+    """One audit row: a recall, a delete or a usage reset."""
+
+    audit_id: int
+    session: str
+    kind: str = Field(description="recall | delete | delete_session | usage_reset")
+    created_at: str
+    detail: dict[str, Any]
+
+
+class AuditList(BaseModel):
+    """What list_audits returns, newest first."""
+
+    audits: list[AuditEntry]
+    truncated: bool = False
+
+
+class OperationUsage(BaseModel):
+    """LLM token use of one operation (plan, answer, embed)."""
+
+    operation: str
+    calls: int = 0
+    errors: int = 0
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    uncached_prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+    cache_hit_rate: float = Field(0.0, description="cached_prompt_tokens / prompt_tokens; 0 when no prompt tokens.")
+
+
+class UsageStats(BaseModel):
+    """What usage_stats returns."""
+
+    operations: list[OperationUsage]
+    reset: bool = False
+
+
+class TimeWindow(BaseModel):
+    """A closed time interval named by the question, from the planner."""
+
+    start: datetime
+    end: datetime
+
+
+class Plan(BaseModel):
+    """The retrieval queries for one recall; the original query is always first."""
+
+    queries: list[str]
+    time_window: TimeWindow | None = None
+    notes: list[str] = Field(default_factory=list, description="Why the plan fell back or dropped a part.")
+
+
+class Candidate(BaseModel):
+    """A memory found by at least one search list, before fusion picks the final order."""
+
+    memory_id: str
+    content: str
+    occurred_at: datetime
+    metadata: dict[str, Any]
+    importance: float | None = None
+    score: float = 0.0
+    ranks: dict[str, int] = Field(default_factory=dict, description="1-based rank in each list that found it.")
+
+
+RecallStage = Literal["plan", "embed", "search", "fuse", "answer", "audit"]

@@ -1,0 +1,99 @@
+"""Planning: the optional LLM rewrites a question into retrieval queries and a time window.
+
+Failure policy: with no plan model, or when the model fails, times out or answers nonsense,
+recall goes on with the original query alone and ``Plan.notes`` says why (it lands in the
+audit). The original query is always the first retrieval query.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from mcp_memory.errors import ChatError, InvalidInput
+from mcp_memory.llm import LlmClient
+from mcp_memory.models import Plan, TimeWindow
+from mcp_memory.validate import parse_occurred_at
+
+__all__ = ["PLAN_SCHEMA", "plan_query"]
+
+logger = logging.getLogger(__name__)
+
+PLAN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "queries": {"type": "array", "items": {"type": "string"}},
+        "time_window": {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "properties": {"start": {"type": "string"}, "end": {"type": "string"}},
+                    "required": ["start", "end"],
+                },
+                {"type": "null"},
+            ]
+        },
+    },
+    "required": ["queries"],
+}
+
+_SYSTEM = (
+    "You plan searches over a person's stored memories. Rewrite the question into at most {n} short search "
+    "queries that would match the memories that answer it: use synonyms, resolve pronouns, and name the entity "
+    "and the time the question is about. If the question names a period (\"last May\", \"two weeks before the "
+    "trip\"), give it as time_window with ISO 8601 start and end; otherwise time_window is null. Today is {today}. "
+    'Reply with JSON only: {{"queries": [...], "time_window": {{"start": "...", "end": "..."}} | null}}.'
+)
+
+
+def _window(raw: Any, notes: list[str]) -> TimeWindow | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        notes.append("time window discarded: not an object")
+        return None
+    try:
+        start = parse_occurred_at(str(raw.get("start")))
+        end = parse_occurred_at(str(raw.get("end")))
+    except InvalidInput:
+        notes.append(
+            f"time window discarded: unparseable start/end {raw.get('start')!r}..{raw.get('end')!r} (need ISO 8601)"
+        )
+        return None
+    if end < start:
+        start, end = end, start
+    if len(str(raw.get("end"))) == 10:  # a bare end date includes that whole day
+        end = end.replace(hour=23, minute=59, second=59)
+    return TimeWindow(start=start, end=end)
+
+
+async def plan_query(query: str, llm: LlmClient, max_queries: int, now: datetime | None = None) -> Plan:
+    """Plan the retrieval queries for ``query``.
+
+    Returns:
+        A Plan whose first query is ``query`` itself, followed by up to ``max_queries``
+        distinct rewrites, with a time window when the model gave a parseable one.
+    """
+    if llm.model_for("plan") is None:
+        return Plan(queries=[query], notes=["no plan model configured"])
+    today = (now or datetime.now(UTC)).date().isoformat()
+    try:
+        reply = await llm.complete_json(
+            "plan", _SYSTEM.format(n=max_queries, today=today), query, "retrieval_plan", PLAN_SCHEMA
+        )
+    except ChatError as exc:
+        logger.info("planning fell back to the literal query: %s", exc)
+        return Plan(queries=[query], notes=[f"planner failed, literal query used: {exc}"])
+    notes: list[str] = []
+    queries = [query]
+    raw_queries = reply.get("queries")
+    if not isinstance(raw_queries, list):
+        notes.append("planner reply had no queries list")
+        raw_queries = []
+    for item in raw_queries:
+        if isinstance(item, str) and item.strip() and "\x00" not in item and item not in queries:
+            queries.append(item.strip()[:1000])
+        if len(queries) > max_queries:
+            break
+    return Plan(queries=queries, time_window=_window(reply.get("time_window"), notes), notes=notes)

@@ -1,0 +1,135 @@
+"""The recall pipeline, the only orchestrator: plan -> embed -> search -> fuse -> answer -> audit.
+
+Each stage is its own module with its own failure policy (see their docstrings); this module
+times them, keeps the result within ``max_response_chars``, and writes one audit row.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from mcp_memory.answer import answer
+from mcp_memory.audit import record
+from mcp_memory.deps import Ready
+from mcp_memory.fuse import adjust, rrf
+from mcp_memory.models import Candidate, RecallResult, RecalledMemory
+from mcp_memory.plan import plan_query
+from mcp_memory.search import search
+from mcp_memory.validate import check_session, check_text, check_top_k
+
+__all__ = ["recall"]
+
+
+class _Clock:
+    """Milliseconds spent in each stage."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.ms[stage] = round((now - self._last) * 1000, 3)
+        self._last = now
+
+
+def _bounded(result: RecallResult, max_chars: int) -> RecallResult:
+    """Drop memories whole from the low-ranked end until the JSON fits ``max_chars``."""
+    omitted: list[str] = []
+    while len(result.model_dump_json()) > max_chars and result.memories:
+        omitted.insert(0, result.memories[-1].memory_id)
+        result = result.model_copy(
+            update={"memories": result.memories[:-1], "truncated": True, "omitted_memory_ids": omitted}
+        )
+    return result
+
+
+def _recalled(candidate: Candidate) -> RecalledMemory:
+    return RecalledMemory(
+        memory_id=candidate.memory_id,
+        content=candidate.content,
+        occurred_at=candidate.occurred_at.isoformat(),
+        score=round(candidate.score, 6),
+        metadata=candidate.metadata,
+    )
+
+
+async def recall(ready: Ready, session: str, query: str, top_k: int | None = None) -> RecallResult:
+    """Find the memories of ``session`` that answer ``query``; answer from them if a model is set.
+
+    Args:
+        session: the session to search; nothing outside it is ever read.
+        query: the question, 1..max_query_chars characters.
+        top_k: memories to return without an answer model (1..max_top_k, default 12); with
+            one, the number of candidates it may cite.
+
+    Returns:
+        RecallResult: with an answer model, its answer (or the fixed refusal) and only the
+        memories it cited; without, ``answer`` null and the top_k fused memories.
+
+    Raises:
+        InvalidInput: bad session, query or top_k (nothing is searched).
+        EmbeddingError, DatabaseUnavailable: a provider failed.
+    """
+    settings = ready.settings
+    limits, tuning = settings.limits, settings.recall
+    check_session(session, limits)
+    check_text("query", query, limits.max_query_chars)
+    top_k = check_top_k(limits.default_top_k if top_k is None else top_k, limits)
+    clock = _Clock()
+
+    plan = await plan_query(query, ready.llm, settings.llm.max_plan_queries)
+    clock.lap("plan")
+    vectors = await ready.embedder.embed_batch(plan.queries)
+    clock.lap("embed")
+    lists = await search(ready.repository, session, plan, vectors, tuning)
+    clock.lap("search")
+
+    weights = {
+        "vector": tuning.vector_weight,
+        "keyword": tuning.keyword_weight,
+        "trigram": tuning.trigram_weight,
+        "recent": tuning.recent_weight,
+        "window": tuning.window_weight,
+    }
+    fused = rrf(lists, weights, tuning.rrf_k)
+    pool_size = max(top_k * 2, top_k + 10)
+    rows = await ready.repository.fetch(session, [memory_id for memory_id, _ in fused[:pool_size]])
+    candidates = [rows[i].model_copy(update={"score": s}) for i, s in fused[:pool_size] if i in rows]
+    candidates = adjust(candidates, datetime.now(UTC), tuning.half_life_days, tuning.importance_weight)[:top_k]
+    clock.lap("fuse")
+
+    outcome = await answer(query, candidates, ready.llm, tuning.refusal)
+    clock.lap("answer")
+    if outcome.text is None:
+        selected = candidates
+    else:
+        cited = set(outcome.cited)
+        selected = [candidate for candidate in candidates if candidate.memory_id in cited]
+    result = _bounded(
+        RecallResult(answer=outcome.text, memories=[_recalled(c) for c in selected], answerable=outcome.answerable),
+        limits.max_response_chars,
+    )
+
+    detail: dict[str, Any] = {
+        "query": query,
+        "top_k": top_k,
+        "queries": plan.queries,
+        "time_window": plan.time_window.model_dump(mode="json") if plan.time_window else None,
+        "plan_notes": plan.notes,
+        "candidates": {name: ids for name, ids in lists.items()},
+        "fused": [{"memory_id": c.memory_id, "score": round(c.score, 6)} for c in candidates],
+        "selected": [c.memory_id for c in selected],
+        "answerable": outcome.answerable,
+        "answer": outcome.text,
+        "answer_note": outcome.note,
+        "dropped_citations": outcome.dropped_ids,
+        "truncated": result.truncated,
+        "omitted_memory_ids": result.omitted_memory_ids,
+        "latency_ms": clock.ms,
+    }
+    detail["latency_ms"]["total"] = round(sum(clock.ms.values()), 3)
+    await record(ready.repository, session, "recall", detail)
+    return result

@@ -1,0 +1,91 @@
+"""Search: per retrieval query, vector and keyword lists inside one session, plus the
+chronological supplement (most recent memories and the planner's time window).
+
+Every list is a ranked list of memory_ids, best first, named ``<kind>[:<query index>]``:
+``vector:i``, ``keyword:i``, ``trigram``, ``recent``, ``window``. Failure policy: a database
+error raises (no partial recall is passed off as complete).
+"""
+
+from __future__ import annotations
+
+import re
+
+import anyio
+import numpy as np
+
+from mcp_memory.db.repository import Repository
+from mcp_memory.models import Plan
+from mcp_memory.settings import RecallSettings
+
+__all__ = ["search", "trigram_terms"]
+
+# Runs of Han, kana and Hangul: text without spaces between words.
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]{2,}")
+# Identifiers: tokens holding a digit, or joined by - _ . / (order numbers, file names, error codes).
+_IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[-_./:#][A-Za-z0-9]+)+|[A-Za-z]*\d[A-Za-z0-9]*")
+_CJK_THRESHOLD = 0.3
+_IDENTIFIER_THRESHOLD = 0.6
+
+
+def trigram_terms(queries: list[str]) -> tuple[list[str], list[str]]:
+    """Terms for pg_trgm matching: (CJK runs, identifiers of 3+ characters), each once, in order."""
+    cjk: dict[str, None] = {}
+    identifiers: dict[str, None] = {}
+    for query in queries:
+        for run in _CJK_RUN.findall(query):
+            cjk[run] = None
+        for token in _IDENTIFIER.findall(query):
+            if len(token) >= 3:
+                identifiers[token] = None
+    return list(cjk), list(identifiers)
+
+
+async def search(
+    repository: Repository, session: str, plan: Plan, vectors: list[np.ndarray], settings: RecallSettings
+) -> dict[str, list[str]]:
+    """Run every list of one recall concurrently.
+
+    Args:
+        plan: retrieval queries (original first) and an optional time window.
+        vectors: one embedding per plan query, same order.
+
+    Returns:
+        list name -> memory_ids, best first; empty lists are left out.
+    """
+    lists: dict[str, list[str]] = {}
+    cjk, identifiers = trigram_terms(plan.queries)
+
+    async def vector_lists() -> None:
+        found = await repository.vector_search(session, vectors, settings.vector_candidates, settings.hnsw_ef_search)
+        for index, hits in enumerate(found):
+            lists[f"vector:{index}"] = [memory_id for memory_id, _ in hits]
+
+    async def keyword_list(index: int, query: str) -> None:
+        hits = await repository.keyword_search(session, query, settings.keyword_candidates)
+        lists[f"keyword:{index}"] = [memory_id for memory_id, _ in hits]
+
+    async def trigram_list(name: str, terms: list[str], threshold: float) -> None:
+        hits = await repository.trigram_search(session, terms, settings.keyword_candidates, threshold)
+        lists[name] = [memory_id for memory_id, _ in hits]
+
+    async def recent_list() -> None:
+        lists["recent"] = await repository.recent(session, settings.recent_candidates)
+
+    async def window_list() -> None:
+        assert plan.time_window is not None
+        window = plan.time_window
+        lists["window"] = await repository.in_window(session, window.start, window.end, settings.window_candidates)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(vector_lists)
+        for index, query in enumerate(plan.queries):
+            group.start_soon(keyword_list, index, query)
+        if cjk:
+            group.start_soon(trigram_list, "trigram:cjk", cjk, _CJK_THRESHOLD)
+        if identifiers:
+            group.start_soon(trigram_list, "trigram:id", identifiers, _IDENTIFIER_THRESHOLD)
+        if settings.recent_candidates:
+            group.start_soon(recent_list)
+        if plan.time_window is not None and settings.window_candidates:
+            group.start_soon(window_list)
+    return {name: ids for name, ids in sorted(lists.items()) if ids}

@@ -1,0 +1,218 @@
+"""build_server(settings) -> MCPServer: the five tools as thin adapters over the pipeline.
+
+Tool signatures are the input schemas (limits shown with ``maxLength``/``minimum``/...,
+checked by ``validate`` so errors name the field, the limit and the value); return models are
+the structured output. Nested models are inlined, since strict clients reject ``$ref``.
+"""
+
+# No `from __future__ import annotations`: tool signatures use local names the SDK must evaluate.
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools.base import Tool
+from mcp_types import ToolAnnotations
+from pydantic import Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from mcp_memory.audit import list_audits as read_audits
+from mcp_memory.audit import record
+from mcp_memory.deps import Deps
+from mcp_memory.errors import InvalidInput
+from mcp_memory.models import AuditList, DeleteResult, RecallResult, StoreResult, UsageStats
+from mcp_memory.recall import recall
+from mcp_memory.schema import inline_refs
+from mcp_memory.settings import Settings
+from mcp_memory.store import store
+from mcp_memory.usage import usage_stats as read_usage
+from mcp_memory.validate import check_memory_id, check_session
+
+__all__ = ["build_server"]
+
+INSTRUCTIONS = (
+    "Long-term memory. Store facts, events and preferences worth keeping with store_memory (raw text, and "
+    "occurred_at when it happened), and look them up with recall_memory before answering questions about the "
+    "past. Every call names a session (a user, project, task or agent); memories never cross sessions."
+)
+
+
+def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
+    limits = settings.limits
+    Session = Annotated[
+        str,
+        Field(
+            description="Whose memories: a user, project, task or agent name. Exact string; case matters.",
+            json_schema_extra={"minLength": 1, "maxLength": limits.max_session_chars},
+        ),
+    ]
+
+    async def store_memory(
+        session: Session,
+        content: Annotated[
+            str,
+            Field(
+                description="The memory, verbatim: a fact, event, decision or preference. Stored unchanged.",
+                json_schema_extra={"minLength": 1, "maxLength": limits.max_content_chars},
+            ),
+        ],
+        occurred_at: Annotated[
+            str | None,
+            Field(description="When it happened, ISO 8601 (2025-03-14T09:30:00+01:00 or 2025-03-14); "
+                  "no zone means UTC; omitted means now."),
+        ] = None,
+        metadata: Annotated[
+            dict[str, Any] | None,
+            Field(description=f"Optional JSON object kept with the memory (at most {limits.max_metadata_bytes} bytes)."),
+        ] = None,
+        importance: Annotated[
+            float | None,
+            Field(description="Optional importance from 0 (trivial) to 1 (critical).",
+                  json_schema_extra={"minimum": 0, "maximum": 1}),
+        ] = None,
+    ) -> StoreResult:
+        """Save a memory in a session for later recall.
+
+        Store the raw text of what happened or was said, not a summary. Storing the same content twice in a
+        session returns the first memory_id with deduplicated=true.
+        """
+        ready = await deps.ready()
+        return await store(ready, session, content, occurred_at, metadata, importance)
+
+    async def recall_memory(
+        session: Session,
+        query: Annotated[
+            str,
+            Field(description="A natural-language question or keywords (names, ids, file names work too).",
+                  json_schema_extra={"minLength": 1, "maxLength": limits.max_query_chars}),
+        ],
+        top_k: Annotated[
+            int,
+            Field(description="How many memories to return, best first.",
+                  json_schema_extra={"minimum": 1, "maximum": limits.max_top_k}),
+        ] = limits.default_top_k,
+    ) -> RecallResult:
+        """Find the memories of a session that answer a question.
+
+        Returns the best-matching memories with their memory_id, content and occurred_at. When the server has an
+        answer model, `answer` holds an answer written only from the returned (cited) memories, or a fixed
+        refusal when they do not support one; otherwise `answer` is null.
+        """
+        ready = await deps.ready()
+        return await recall(ready, session, query, top_k)
+
+    async def delete_memory(
+        session: Session,
+        memory_id: Annotated[str | None, Field(description="The memory to delete, as returned by store_memory.")] = None,
+        all: Annotated[bool, Field(description="Delete every memory of the session (needs confirm).")] = False,
+        confirm: Annotated[
+            str | None, Field(description="With all=true: the session name typed again, to confirm.")
+        ] = None,
+    ) -> DeleteResult:
+        """Delete one memory, or with all=true and confirm=<session> every memory of the session.
+
+        Deleted memories are never recalled again. Every delete is audited in the session.
+        """
+        ready = await deps.ready()
+        check_session(session, limits)
+        if all:
+            if confirm != session:
+                raise InvalidInput("confirm", "deleting a whole session needs confirm equal to the session name")
+            count = await ready.repository.delete_session(session)
+            await record(ready.repository, session, "delete_session", {"count": count})
+            return DeleteResult(deleted=count > 0, count=count)
+        if memory_id is None:
+            raise InvalidInput("memory_id", "is required unless all=true")
+        canonical = check_memory_id(memory_id)
+        deleted = await ready.repository.delete(session, canonical)
+        await record(ready.repository, session, "delete", {"memory_id": canonical, "deleted": deleted})
+        return DeleteResult(deleted=deleted, count=int(deleted))
+
+    async def list_audits(
+        session: Session,
+        limit: Annotated[int, Field(description="Rows to return.", json_schema_extra={"minimum": 1, "maximum": 100})]
+        = 20,
+        kind: Annotated[
+            str | None, Field(description="Only rows of this kind: recall, delete, delete_session.")
+        ] = None,
+    ) -> AuditList:
+        """List a session's audit trail, newest first: recalls (query, candidates, answer, timings) and deletes."""
+        ready = await deps.ready()
+        check_session(session, limits)
+        if not 1 <= limit <= 100:
+            raise InvalidInput("limit", f"must be in the range 1..100; got {limit}")
+        return await read_audits(ready.repository, session, limit, kind, limits.max_response_chars)
+
+    async def usage_stats(
+        reset: Annotated[bool, Field(description="Zero the totals after reading them (audited).")] = False,
+    ) -> UsageStats:
+        """LLM token use by operation (plan, answer): calls, prompt, cached, uncached, completion and reasoning
+        tokens, cache-hit rate, errors. Empty until an LLM is configured and used."""
+        ready = await deps.ready()
+        return await read_usage(ready.repository, reset)
+
+    return [store_memory, recall_memory, delete_memory, list_audits, usage_stats]
+
+
+_ANNOTATIONS = {
+    "store_memory": ToolAnnotations(title="Store a memory", readOnlyHint=False, destructiveHint=False,
+                                    idempotentHint=True, openWorldHint=False),
+    "recall_memory": ToolAnnotations(title="Recall memories", readOnlyHint=True, openWorldHint=False),
+    "delete_memory": ToolAnnotations(title="Delete memories", readOnlyHint=False, destructiveHint=True,
+                                     idempotentHint=True, openWorldHint=False),
+    "list_audits": ToolAnnotations(title="List audit rows", readOnlyHint=True, openWorldHint=False),
+    "usage_stats": ToolAnnotations(title="LLM usage", readOnlyHint=True, openWorldHint=False),
+}
+
+
+def _tool(fn: Callable[..., Any]) -> Tool:
+    tool = Tool.from_function(fn, annotations=_ANNOTATIONS[fn.__name__], structured_output=True)
+    tool.parameters = inline_refs(tool.parameters)
+    if tool.fn_metadata.output_schema is not None:
+        tool.fn_metadata.output_schema = inline_refs(tool.fn_metadata.output_schema)
+    return tool
+
+
+def build_server(settings: Settings, deps: Deps | None = None) -> MCPServer:
+    """Build the MCP server.
+
+    Args:
+        settings: the configuration.
+        deps: started resources to share (tests, several servers in one process); when None
+            the server starts its own in the background at start-up and closes them on exit.
+
+    Returns:
+        An MCPServer; run it with ``run_stdio_async`` or serve ``streamable_http_app()``.
+    """
+    owned = deps is None
+    resources = deps or Deps(settings)
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[Deps]:
+        async with anyio.create_task_group() as group:
+            group.start_soon(resources.start)
+            try:
+                yield resources
+            finally:
+                group.cancel_scope.cancel()
+                if owned:
+                    with anyio.CancelScope(shield=True):
+                        await resources.close()
+
+    server = MCPServer(
+        name="mcp-memory",
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        tools=[_tool(fn) for fn in _tools(settings, resources)],
+        log_level=settings.log_level,
+    )
+
+    @server.custom_route("/health", methods=["GET"])
+    async def health(_: Request) -> JSONResponse:
+        status = resources.status()
+        return JSONResponse(status, status_code=200 if status["status"] == "ready" else 503)
+
+    return server

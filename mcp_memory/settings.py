@@ -1,0 +1,150 @@
+"""Settings: environment (``MCP_MEMORY_`` prefix) over ``config.toml`` over defaults.
+
+One pydantic-settings class with nested groups. Top-level keys read as
+``MCP_MEMORY_<KEY>`` (``MCP_MEMORY_DATABASE_URL``, ``MCP_MEMORY_DATA_DIR``); nested keys as
+``MCP_MEMORY_<GROUP>__<KEY>`` (``MCP_MEMORY_EMBEDDING__PROVIDER``). The TOML file is
+named by ``--config`` or ``MCP_MEMORY_CONFIG``; ``config.toml.example`` documents every key.
+Units are in the names: ``_s`` seconds, ``_ms`` milliseconds, ``_chars`` characters,
+``_bytes`` bytes, ``_days`` days.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import BaseModel, Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+__all__ = ["EmbeddingSettings", "LimitSettings", "LlmSettings", "RecallSettings", "Settings"]
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class LimitSettings(BaseModel):
+    """Input and output limits enforced on every tool call."""
+
+    max_content_chars: int = Field(32_000, ge=1, description="Longest memory content, in characters.")
+    max_query_chars: int = Field(4_000, ge=1, description="Longest recall query, in characters.")
+    max_session_chars: int = Field(256, ge=1, description="Longest session name, in characters.")
+    max_metadata_bytes: int = Field(16_384, ge=2, description="Largest metadata object, as UTF-8 JSON bytes.")
+    max_top_k: int = Field(100, ge=1, description="Largest top_k a recall may ask for.")
+    default_top_k: int = Field(12, ge=1, description="top_k when the caller gives none.")
+    max_response_chars: int = Field(
+        80_000, ge=1_000, description="Largest serialized recall or audit result; lower-ranked items are dropped whole."
+    )
+
+
+class EmbeddingSettings(BaseModel):
+    """Which embedding model turns text into vectors."""
+
+    provider: Literal["fastembed", "openai"] = "fastembed"
+    model: str = Field(DEFAULT_MODEL, description="Model name; recorded with every stored vector.")
+    model_path: Path | None = Field(None, description="Local fastembed model folder (model.onnx + tokenizer files).")
+    dim: int | None = Field(None, ge=1, description="Vector length; required for the openai provider.")
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint for the openai provider.")
+    api_key: str | None = None
+    timeout_s: float = Field(30.0, gt=0)
+    max_retries: int = Field(2, ge=0)
+    batch_size: int = Field(64, ge=1, description="Texts per embedding call.")
+    chunk_tokens: int = Field(200, ge=16, description="Word pieces per chunk of a long memory (model reads 256).")
+    chunk_overlap_tokens: int = Field(40, ge=0, description="Word pieces shared by neighbouring chunks.")
+
+
+class LlmSettings(BaseModel):
+    """The optional OpenAI-compatible LLM used for query planning and answers."""
+
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint; unset means no LLM is used.")
+    api_key: str | None = None
+    plan_model: str | None = Field(None, description="Model that rewrites queries; unset disables planning.")
+    answer_model: str | None = Field(None, description="Model that answers from memories; unset disables answers.")
+    timeout_s: float = Field(20.0, gt=0)
+    max_retries: int = Field(2, ge=0, description="Retries on 429 and 5xx, with exponential backoff.")
+    max_plan_queries: int = Field(4, ge=1, description="Retrieval queries the planner may add.")
+    json_schema_output: bool = Field(True, description="Ask for structured output by JSON schema.")
+
+
+class RecallSettings(BaseModel):
+    """Knobs of the recall pipeline; defaults are the ones the LoCoMo evaluation supports."""
+
+    vector_candidates: int = Field(50, ge=1, description="Candidates from vector search per query.")
+    keyword_candidates: int = Field(50, ge=1, description="Candidates from keyword search per query.")
+    recent_candidates: int = Field(10, ge=0, description="Most recent memories added as a chronological list.")
+    window_candidates: int = Field(20, ge=0, description="Memories inside the planner's time window.")
+    rrf_k: int = Field(60, ge=1, description="Reciprocal Rank Fusion constant (Cormack et al., SIGIR 2009).")
+    vector_weight: float = Field(1.0, ge=0)
+    keyword_weight: float = Field(1.0, ge=0)
+    trigram_weight: float = Field(1.0, ge=0, description="Weight of pg_trgm matches (CJK text, identifiers).")
+    recent_weight: float = Field(0.2, ge=0)
+    window_weight: float = Field(1.0, ge=0)
+    neighbor_weight: float = Field(0.0, ge=0, description="Share of a neighbour's score a memory inherits.")
+    half_life_days: float | None = Field(None, gt=0, description="Recency half-life; unset disables the decay.")
+    importance_weight: float = Field(0.0, ge=0, description="Boost per unit of stored importance (0..1).")
+    hnsw_ef_search: int = Field(100, ge=1)
+    refusal: str = "Not enough memories in this session to answer this question."
+
+
+class Settings(BaseSettings):
+    """Every setting of the server. Construct with keyword arguments in tests."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="MCP_MEMORY_",
+        env_nested_delimiter="__",
+        extra="ignore",
+        toml_file=None,
+    )
+
+    data_dir: Path = Field(
+        default_factory=lambda: platformdirs.user_data_path("mcp-memory"),
+        description="Embedded PostgreSQL data and the model cache live here.",
+    )
+    database_url: str | None = Field(None, description="External PostgreSQL with pgvector >= 0.8.4; unset = embedded.")
+    pool_min_size: int = Field(1, ge=0)
+    pool_max_size: int = Field(10, ge=1)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    limits: LimitSettings = LimitSettings()
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    llm: LlmSettings = LlmSettings()
+    recall: RecallSettings = RecallSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        config_path = os.environ.get("MCP_MEMORY_CONFIG")
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if config_path:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(config_path)))
+        return tuple(sources)
+
+    @classmethod
+    def load(cls, config_path: Path | None = None) -> Settings:
+        """Read settings from the environment and the TOML file.
+
+        Args:
+            config_path: ``--config`` from the command line; wins over ``MCP_MEMORY_CONFIG``.
+
+        Raises:
+            ConfigError: the file does not exist.
+        """
+        from mcp_memory.errors import ConfigError
+
+        if config_path is not None:
+            if not config_path.is_file():
+                raise ConfigError(f"config file not found: {config_path}")
+            os.environ["MCP_MEMORY_CONFIG"] = str(config_path)
+        elif (named := os.environ.get("MCP_MEMORY_CONFIG")) and not Path(named).is_file():
+            raise ConfigError(f"MCP_MEMORY_CONFIG names a file that does not exist: {named}")
+        return cls()

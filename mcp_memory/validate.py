@@ -1,0 +1,155 @@
+"""Checks on tool arguments. Each raises InvalidInput naming the field and the limit.
+
+Nothing is stored or embedded before these pass; text is never normalised (NFC/NFKC) or
+trimmed, so what is stored is byte for byte what the caller sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+import uuid
+from datetime import UTC, datetime, time
+from typing import Any
+
+from mcp_memory.errors import InvalidInput
+from mcp_memory.models import NewMemory
+from mcp_memory.settings import LimitSettings
+
+__all__ = ["check_memory_id", "check_session", "check_text", "check_top_k", "new_memory", "parse_occurred_at"]
+
+
+def check_session(session: str, limits: LimitSettings) -> str:
+    """Return ``session`` unchanged if it is a usable session name.
+
+    Raises:
+        InvalidInput: empty or whitespace-only, longer than ``max_session_chars``, or holding a
+            control character (U+0000-U+001F, U+007F-U+009F).
+    """
+    if not session or not session.strip():
+        raise InvalidInput("session", "must not be empty or whitespace-only")
+    if len(session) > limits.max_session_chars:
+        raise InvalidInput(
+            "session", f"is {len(session)} characters; the limit is {limits.max_session_chars} characters"
+        )
+    if any(unicodedata.category(ch) == "Cc" for ch in session):
+        raise InvalidInput("session", "must not contain control characters (U+0000-U+001F, U+007F-U+009F)")
+    return session
+
+
+def check_text(field: str, text: str, max_chars: int) -> str:
+    """Return ``text`` unchanged if it is non-blank, within ``max_chars`` and free of NUL.
+
+    The limit counts characters (code points), not UTF-8 bytes.
+
+    Raises:
+        InvalidInput: naming ``field`` for blank text, text over the limit (with both
+            lengths), or a NUL character, which PostgreSQL text cannot store.
+    """
+    if not text or not text.strip():
+        raise InvalidInput(field, "must not be empty or whitespace-only")
+    if len(text) > max_chars:
+        raise InvalidInput(field, f"is {len(text)} characters; the limit is {max_chars} characters")
+    if "\x00" in text:
+        raise InvalidInput(field, "contains a NUL character (U+0000), which cannot be stored; remove it")
+    return text
+
+
+def check_top_k(top_k: int, limits: LimitSettings) -> int:
+    """Return ``top_k`` if it lies in 1..max_top_k.
+
+    Raises:
+        InvalidInput: outside the range (never sliced Python-style).
+    """
+    if not 1 <= top_k <= limits.max_top_k:
+        raise InvalidInput("top_k", f"must be in the range 1..{limits.max_top_k}; got {top_k}")
+    return top_k
+
+
+def check_memory_id(memory_id: str) -> str:
+    """Return the canonical lower-case UUID text of ``memory_id``.
+
+    Raises:
+        InvalidInput: not a UUID such as ``0b6f1c2e-3d4a-4f5b-8c6d-7e8f9a0b1c2d``.
+    """
+    try:
+        return str(uuid.UUID(memory_id))
+    except (ValueError, AttributeError, TypeError):
+        raise InvalidInput("memory_id", f"must be a memory_id as returned by store_memory (a UUID); got {memory_id!r}")
+
+
+def parse_occurred_at(value: str | None, now: datetime | None = None) -> datetime:
+    """Parse an ISO 8601 date or date-time; a value with no zone is UTC; None means now.
+
+    Examples: ``2025-03-14T23:30:00+09:00`` keeps its instant, ``2025-03-14T23:30:00`` is
+    23:30 UTC, ``2025-03-14`` is midnight UTC. The host's time zone is never consulted.
+
+    Returns:
+        A timezone-aware datetime.
+
+    Raises:
+        InvalidInput: the text is not ISO 8601.
+    """
+    if value is None:
+        return now or datetime.now(UTC)
+    text = value.strip()
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput(
+            "occurred_at", f"could not parse {value!r} as ISO 8601; use e.g. 2025-03-14T09:30:00+01:00 or 2025-03-14"
+        ) from None
+    if len(text) == 10:  # a bare date parses as midnight
+        parsed = datetime.combine(parsed.date(), time(0))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def check_metadata(metadata: dict[str, Any] | None, limits: LimitSettings) -> dict[str, Any]:
+    """Return ``metadata`` (or ``{}``) if it is a JSON object within ``max_metadata_bytes``.
+
+    Raises:
+        InvalidInput: not an object, not JSON-serialisable, over the size limit (UTF-8 bytes
+            of its compact JSON), or holding a NUL character.
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise InvalidInput("metadata", "must be a JSON object")
+    try:
+        encoded = json.dumps(metadata, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput("metadata", f"must be plain JSON ({exc})") from None
+    size = len(encoded.encode())
+    if size > limits.max_metadata_bytes:
+        raise InvalidInput("metadata", f"is {size} bytes as JSON; the limit is {limits.max_metadata_bytes} bytes")
+    if "\x00" in encoded or "\\u0000" in encoded:
+        raise InvalidInput("metadata", "contains a NUL character (U+0000), which cannot be stored; remove it")
+    return metadata
+
+
+def new_memory(
+    session: str,
+    content: str,
+    occurred_at: str | None,
+    metadata: dict[str, Any] | None,
+    importance: float | None,
+    limits: LimitSettings,
+) -> NewMemory:
+    """Validate every store_memory argument and build the memory to store.
+
+    Raises:
+        InvalidInput: the first argument that breaks a rule, by name.
+    """
+    if importance is not None and not 0.0 <= importance <= 1.0:
+        raise InvalidInput("importance", f"must be in the range 0..1; got {importance}")
+    return NewMemory(
+        session=check_session(session, limits),
+        content=check_text("content", content, limits.max_content_chars),
+        occurred_at=parse_occurred_at(occurred_at),
+        metadata=check_metadata(metadata, limits),
+        importance=importance,
+        content_hash=hashlib.sha256(content.encode()).digest(),
+    )

