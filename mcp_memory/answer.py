@@ -6,8 +6,9 @@ memories support an answer, the answer, and the memory_ids it used. Cited ids th
 candidates are dropped; no supported answer (or no valid citation) gives the fixed refusal
 with no citations.
 
-Failure policy: the model fails, times out or never returns JSON -> no answer (None), the
-ranked memories are returned, and the reason goes to the audit.
+Failure policy: the model fails or times out -> no answer (None), the ranked memories are
+returned, and the reason goes to the audit. The model answers but never with usable JSON
+(after one repair request) -> the fixed refusal with no citations.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_memory.errors import ChatError
+from mcp_memory.errors import ChatError, MalformedReply
 from mcp_memory.llm import LlmClient
 from mcp_memory.models import Candidate
 
@@ -75,6 +76,9 @@ async def answer(question: str, candidates: list[Candidate], llm: LlmClient, ref
     user = f"Memories:\n{memories}\n\nQuestion: {question}"
     try:
         reply = await llm.complete_json("answer", _SYSTEM, user, "cited_answer", ANSWER_SCHEMA)
+    except MalformedReply as exc:
+        logger.info("answer reply unusable: %s", exc)
+        return Answer(text=refusal, answerable=False, note=f"answer model reply unusable: {exc}")
     except ChatError as exc:
         logger.info("answering failed: %s", exc)
         return Answer(text=None, note=f"answer model failed: {exc}")

@@ -9,6 +9,7 @@
         ├── DatabaseUnavailable    PostgreSQL could not be reached or dropped the connection
         ├── EmbeddingError         the embedding model or endpoint failed
         └── ChatError              the LLM endpoint failed or answered nonsense
+            └── MalformedReply     it answered, but not with the JSON asked for (after one repair)
 
 ``McpMemoryError`` subclasses the MCP SDK's ``ToolError`` so that a tool which raises one
 reaches the client as an ``isError`` result carrying this message; any other exception is
@@ -25,6 +26,7 @@ __all__ = [
     "DatabaseUnavailable",
     "EmbeddingError",
     "InvalidInput",
+    "MalformedReply",
     "McpMemoryError",
     "NotFound",
     "ProviderError",
@@ -70,3 +72,7 @@ class EmbeddingError(ProviderError):
 
 class ChatError(ProviderError):
     """The LLM endpoint failed, timed out, or answered with something unusable."""
+
+
+class MalformedReply(ChatError):
+    """The LLM answered, but not with the JSON object asked for, even after one repair request."""

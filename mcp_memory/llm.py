@@ -18,7 +18,7 @@ from typing import Any, Literal
 import openai
 
 from mcp_memory.db.repository import Repository
-from mcp_memory.errors import ChatError
+from mcp_memory.errors import ChatError, MalformedReply
 from mcp_memory.settings import LlmSettings
 
 __all__ = ["LlmClient", "Role"]
@@ -80,8 +80,8 @@ class LlmClient:
             The parsed object (not validated against the schema; callers check fields).
 
         Raises:
-            ChatError: the role is off, the endpoint failed or timed out after its retries,
-                or the reply is not JSON even after one repair attempt.
+            ChatError: the role is off, or the endpoint failed or timed out after its retries.
+            MalformedReply: the reply is not a JSON object even after one repair attempt.
         """
         model = self.model_for(role)
         if model is None or self._client is None:
@@ -103,7 +103,7 @@ class LlmClient:
         try:
             return _parse_json(repaired)
         except (ValueError, json.JSONDecodeError) as exc:
-            raise ChatError(f"the {role} model did not return JSON, even after a repair request: {exc}") from exc
+            raise MalformedReply(f"the {role} model did not return JSON, even after a repair request: {exc}") from exc
 
     async def _call(
         self, role: Role, model: str, messages: list[dict[str, str]], response_format: dict[str, Any]
