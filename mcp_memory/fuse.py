@@ -14,7 +14,7 @@ from datetime import datetime
 
 from mcp_memory.models import Candidate
 
-__all__ = ["adjust", "list_kind", "rrf"]
+__all__ = ["adjust", "list_kind", "rrf", "spread"]
 
 
 def list_kind(name: str) -> str:
@@ -40,6 +40,35 @@ def rrf(lists: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int
             continue
         for rank, memory_id in enumerate(ids, start=1):
             scores[memory_id] = scores.get(memory_id, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def spread(
+    fused: Sequence[tuple[str, float]], neighbours: Mapping[str, Sequence[str]], weight: float
+) -> list[tuple[str, float]]:
+    """Let each memory inherit ``weight`` times the best score of its chronological neighbours.
+
+    Conversation turns lean on the turns around them ("yes, last Tuesday!"): a turn next to
+    a strong match is likely part of the answer. ``score'(d) = score(d) + weight * max over
+    anchors a next to d of score(a)``, with score 0 for memories no list found.
+
+    Args:
+        fused: (memory_id, score) from ``rrf``.
+        neighbours: anchor memory_id -> the memory_ids just before and after it.
+        weight: 0 disables spreading.
+
+    Returns:
+        (memory_id, score) pairs, highest first, ties by memory_id.
+    """
+    scores = dict(fused)
+    if weight <= 0:
+        return list(fused)
+    inherited: dict[str, float] = {}
+    for anchor, ids in neighbours.items():
+        for memory_id in ids:
+            inherited[memory_id] = max(inherited.get(memory_id, 0.0), scores.get(anchor, 0.0))
+    for memory_id, value in inherited.items():
+        scores[memory_id] = scores.get(memory_id, 0.0) + weight * value
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
 

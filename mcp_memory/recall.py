@@ -13,7 +13,7 @@ from typing import Any
 from mcp_memory.answer import answer
 from mcp_memory.audit import record
 from mcp_memory.deps import Ready
-from mcp_memory.fuse import adjust, rrf
+from mcp_memory.fuse import adjust, rrf, spread
 from mcp_memory.models import Candidate, RecallResult, RecalledMemory
 from mcp_memory.plan import plan_query
 from mcp_memory.search import search
@@ -96,6 +96,10 @@ async def recall(ready: Ready, session: str, query: str, top_k: int | None = Non
     }
     fused = rrf(lists, weights, tuning.rrf_k)
     pool_size = max(top_k * 2, top_k + 10)
+    if tuning.neighbor_weight > 0 and fused:
+        anchors = [memory_id for memory_id, _ in fused[: tuning.neighbor_anchors]]
+        neighbours = await ready.repository.neighbours(session, anchors, tuning.neighbor_span)
+        fused = spread(fused, neighbours, tuning.neighbor_weight)
     rows = await ready.repository.fetch(session, [memory_id for memory_id, _ in fused[:pool_size]])
     candidates = [rows[i].model_copy(update={"score": s}) for i, s in fused[:pool_size] if i in rows]
     candidates = adjust(candidates, datetime.now(UTC), tuning.half_life_days, tuning.importance_weight)[:top_k]

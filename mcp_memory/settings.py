@@ -85,6 +85,8 @@ class RecallSettings(BaseModel):
     recent_weight: float = Field(0.2, ge=0)
     window_weight: float = Field(1.0, ge=0)
     neighbor_weight: float = Field(0.0, ge=0, description="Share of a neighbour's score a memory inherits.")
+    neighbor_span: int = Field(1, ge=1, description="Memories on each side (by occurred_at) that count as neighbours.")
+    neighbor_anchors: int = Field(20, ge=1, description="Top fused memories whose neighbours inherit score.")
     half_life_days: float | None = Field(None, gt=0, description="Recency half-life; unset disables the decay.")
     importance_weight: float = Field(0.0, ge=0, description="Boost per unit of stored importance (0..1).")
     hnsw_ef_search: int = Field(100, ge=1)
