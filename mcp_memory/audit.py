@@ -6,7 +6,6 @@ provider replies or keys.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +15,7 @@ from mcp_memory.models import AuditEntry, AuditList
 __all__ = ["list_audits", "record"]
 
 AUDIT_KINDS = ("recall", "delete", "delete_session", "usage_reset")
+_ENVELOPE_CHARS = 64  # '{\n  "audits": [' ... '\n  ],\n  "truncated": false\n}' around the rows
 
 
 async def record(repository: Repository, session: str, kind: str, detail: dict[str, Any]) -> int:
@@ -29,11 +29,12 @@ async def list_audits(
     """The newest ``limit`` audit rows of ``session``, newest first.
 
     Older rows are dropped whole when the serialized list would pass ``max_chars``
-    (``truncated`` says so); a single row larger than that is still returned alone.
+    (``truncated`` says so); a single row larger than that is still returned alone. The size is
+    that of the pretty-printed JSON the SDK sends as text, the longer of the two forms.
     """
     rows = await repository.list_audits(session, limit, kind)
     entries: list[AuditEntry] = []
-    used = 0
+    used = _ENVELOPE_CHARS
     truncated = False
     for row in rows:
         created: datetime = row["created_at"]
@@ -44,7 +45,9 @@ async def list_audits(
             created_at=created.isoformat(),
             detail=row["detail"],
         )
-        size = len(json.dumps(entry.model_dump(), ensure_ascii=False)) + 2
+        # As the SDK prints it (indent 2): two levels deeper inside the list, after ",\n    ".
+        text = entry.model_dump_json(indent=2)
+        size = len(text) + 4 * text.count("\n") + 6
         if entries and used + size > max_chars:
             truncated = True
             break

@@ -36,9 +36,13 @@ class _Clock:
 
 
 def _bounded(result: RecallResult, max_chars: int) -> RecallResult:
-    """Drop memories whole from the low-ranked end until the JSON fits ``max_chars``."""
+    """Drop memories whole from the low-ranked end until the JSON fits ``max_chars``.
+
+    Measured on the pretty-printed JSON (indent 2) that the SDK sends as the result's text; it is
+    never shorter than the compact structured content, so both fit.
+    """
     omitted: list[str] = []
-    while len(result.model_dump_json()) > max_chars and result.memories:
+    while len(result.model_dump_json(indent=2)) > max_chars and result.memories:
         omitted.insert(0, result.memories[-1].memory_id)
         result = result.model_copy(
             update={"memories": result.memories[:-1], "truncated": True, "omitted_memory_ids": omitted}
@@ -84,7 +88,9 @@ async def recall(ready: Ready, session: str, query: str, top_k: int | None = Non
     clock.lap("plan")
     vectors = await ready.embedder.embed_batch(plan.queries)
     clock.lap("embed")
-    lists = await search(ready.repository, session, plan, vectors, tuning)
+    # The vector list reaches at least top_k deep, so a session of top_k memories fills the result.
+    depth = tuning.model_copy(update={"vector_candidates": max(tuning.vector_candidates, top_k)})
+    lists = await search(ready.repository, session, plan, vectors, depth)
     clock.lap("search")
 
     weights = {
