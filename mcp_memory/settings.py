@@ -74,19 +74,24 @@ class LlmSettings(BaseModel):
 class RecallSettings(BaseModel):
     """Knobs of the recall pipeline; defaults are the ones the LoCoMo evaluation supports."""
 
-    vector_candidates: int = Field(50, ge=1, description="Candidates from vector search per query.")
-    keyword_candidates: int = Field(50, ge=1, description="Candidates from keyword search per query.")
+    vector_candidates: int = Field(100, ge=1, description="Candidates from vector search per query.")
+    keyword_candidates: int = Field(100, ge=1, description="Candidates from keyword search per query.")
     recent_candidates: int = Field(10, ge=0, description="Most recent memories added as a chronological list.")
     window_candidates: int = Field(20, ge=0, description="Memories inside the planner's time window.")
-    rrf_k: int = Field(60, ge=1, description="Reciprocal Rank Fusion constant (Cormack et al., SIGIR 2009).")
+    rrf_k: int = Field(
+        3, ge=1, description="Reciprocal Rank Fusion constant; the paper's 60 scores 16 points lower on LoCoMo."
+    )
     vector_weight: float = Field(1.0, ge=0)
-    keyword_weight: float = Field(1.0, ge=0)
+    keyword_weight: float = Field(2.0, ge=0, description="BM25 outranks MiniLM vectors on LoCoMo (63.5 vs 42.2 @10).")
     trigram_weight: float = Field(1.0, ge=0, description="Weight of pg_trgm matches (CJK text, identifiers).")
-    recent_weight: float = Field(0.2, ge=0)
+    recent_weight: float = Field(0.1, ge=0)
     window_weight: float = Field(1.0, ge=0)
-    neighbor_weight: float = Field(0.0, ge=0, description="Share of a neighbour's score a memory inherits.")
-    neighbor_span: int = Field(1, ge=1, description="Memories on each side (by occurred_at) that count as neighbours.")
-    neighbor_anchors: int = Field(20, ge=1, description="Top fused memories whose neighbours inherit score.")
+    neighbor_weight: float = Field(0.5, ge=0, description="Share of a neighbour's score a memory inherits.")
+    neighbor_span: int = Field(2, ge=1, description="Memories on each side (by occurred_at) that count as neighbours.")
+    neighbor_anchors: int = Field(30, ge=1, description="Top fused memories whose neighbours inherit score.")
+    neighbor_max_gap_s: float = Field(
+        3600.0, ge=0, description="Neighbours are at most this many seconds apart (one conversation, not a fact log)."
+    )
     half_life_days: float | None = Field(None, gt=0, description="Recency half-life; unset disables the decay.")
     importance_weight: float = Field(0.0, ge=0, description="Boost per unit of stored importance (0..1).")
     hnsw_ef_search: int = Field(100, ge=1)

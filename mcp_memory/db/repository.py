@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import asyncpg
@@ -151,18 +151,37 @@ class Repository:
         return await self._run(work)
 
     async def keyword_search(self, session: str, query: str, limit: int) -> list[tuple[str, float]]:
-        """Full-text matches of any query word (English stemming), best ``ts_rank_cd`` first.
+        """BM25 over the session's memories for the query's words, best first.
 
-        The query goes through ``plainto_tsquery``, which ignores tsquery syntax, and its
-        terms are OR-ed: a question's words rarely all appear in one memory.
+        Words are PostgreSQL's English lexemes (stemmed, stop words dropped), so tsquery syntax
+        in the query is plain text. Okapi BM25 (Robertson and Zaragoza, "The Probabilistic
+        Relevance Framework: BM25 and Beyond", 2009) with k1 = 1.2, b = 0.75 and Lucene's
+        idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``; N, df and the average length are the
+        session's own (df is counted among the matching memories, which hold every memory with
+        the word), and a memory's length is its count of distinct lexemes.
         """
-        sql = (
-            "WITH q AS (SELECT NULLIF(replace(plainto_tsquery('english', $2)::text, ' & ', ' | '), '')::tsquery AS tsq)"
-            " SELECT memory_id, ts_rank_cd(search_text, q.tsq) AS rank FROM memories, q"
-            " WHERE session = $1 AND search_text @@ q.tsq ORDER BY rank DESC, memory_id LIMIT $3"
-        )
+        sql = """
+            WITH q AS (SELECT array_agg(DISTINCT lexeme) AS lexemes FROM unnest(to_tsvector('english', $2))),
+            qt AS (SELECT q.lexemes,
+                          array_to_string(array(SELECT quote_literal(l) FROM unnest(q.lexemes) l), ' | ')::tsquery AS tsq
+                   FROM q WHERE q.lexemes IS NOT NULL),
+            docs AS MATERIALIZED (
+                SELECT m.memory_id, m.search_text FROM memories m, qt WHERE m.session = $1 AND m.search_text @@ qt.tsq),
+            stats AS (SELECT count(*)::float8 AS n, greatest(avg(length(search_text)), 1)::float8 AS avgdl
+                      FROM memories WHERE session = $1),
+            tf AS (
+                SELECT d.memory_id, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf,
+                       length(d.search_text)::float8 AS dl
+                FROM docs d CROSS JOIN LATERAL unnest(d.search_text) u, qt WHERE u.lexeme = ANY(qt.lexemes)),
+            df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme)
+            SELECT tf.memory_id,
+                   sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
+                       * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / stats.avgdl))) AS score
+            FROM tf JOIN df USING (lexeme) CROSS JOIN stats
+            GROUP BY tf.memory_id ORDER BY score DESC, tf.memory_id LIMIT $3
+        """
         rows = await self._run(lambda c: c.fetch(sql, session, query, limit))
-        return [(str(row["memory_id"]), float(row["rank"])) for row in rows]
+        return [(str(row["memory_id"]), float(row["score"])) for row in rows]
 
     async def trigram_search(
         self, session: str, terms: list[str], limit: int, threshold: float
@@ -227,23 +246,28 @@ class Repository:
         )
         return {str(row["memory_id"]): _candidate(row) for row in rows}
 
-    async def neighbours(self, session: str, memory_ids: list[str], span: int) -> dict[str, list[str]]:
-        """For each id, the ids of up to ``span`` memories just before and after it in occurred_at order."""
+    async def neighbours(
+        self, session: str, memory_ids: list[str], span: int, max_gap_s: float
+    ) -> dict[str, list[str]]:
+        """For each id, up to ``span`` memories just before and after it in occurred_at order,
+        no more than ``max_gap_s`` seconds away."""
         if not memory_ids or span <= 0:
             return {}
+        gap = timedelta(seconds=max_gap_s)
         rows = await self._run(
             lambda c: c.fetch(
                 "SELECT a.memory_id AS anchor, n.memory_id AS neighbour FROM memories a"
                 " CROSS JOIN LATERAL ("
                 "  (SELECT memory_id FROM memories WHERE session = $1 AND (occurred_at, memory_id) < (a.occurred_at,"
-                "   a.memory_id) ORDER BY occurred_at DESC, memory_id DESC LIMIT $3)"
+                "   a.memory_id) AND occurred_at >= a.occurred_at - $4::interval ORDER BY occurred_at DESC, memory_id DESC LIMIT $3)"
                 "  UNION ALL"
                 "  (SELECT memory_id FROM memories WHERE session = $1 AND (occurred_at, memory_id) > (a.occurred_at,"
-                "   a.memory_id) ORDER BY occurred_at, memory_id LIMIT $3)) n"
+                "   a.memory_id) AND occurred_at <= a.occurred_at + $4::interval ORDER BY occurred_at, memory_id LIMIT $3)) n"
                 " WHERE a.session = $1 AND a.memory_id = ANY($2::uuid[])",
                 session,
                 memory_ids,
                 span,
+                gap,
             )
         )
         found: dict[str, list[str]] = {}
