@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -19,7 +20,7 @@ import openai
 from mcp_memory.errors import EmbeddingError
 from mcp_memory.settings import DEFAULT_MODEL, EmbeddingSettings
 
-__all__ = ["Embedder", "FastembedEmbedder", "OpenAIEmbedder", "load_embedder"]
+__all__ = ["Coalescer", "Embedder", "FastembedEmbedder", "OpenAIEmbedder", "load_embedder"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +40,70 @@ class Embedder(Protocol):
     def windows(self, text: str) -> list[str]:
         """``text`` cut into overlapping pieces the model reads whole; ``[text]`` when it fits."""
         ...
+
+
+class _Request:
+    __slots__ = ("done", "error", "texts", "vectors")
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.vectors: list[np.ndarray] = []
+        self.error: BaseException | None = None
+        self.done = anyio.Event()
+
+
+class Coalescer:
+    """Merges concurrent ``embed`` calls into one model batch.
+
+    The first caller to find no batch running becomes the leader: it embeds every text queued
+    so far in one call, hands each caller its vectors, and repeats while callers keep
+    arriving. Under load, N concurrent stores cost one batched inference instead of N. The
+    leader's loop is shielded from cancellation so a disconnecting client never strands the
+    others.
+    """
+
+    def __init__(self, embed: Callable[[list[str]], Awaitable[list[np.ndarray]]], max_texts: int) -> None:
+        self._embed = embed
+        self._max_texts = max_texts
+        self._queue: list[_Request] = []
+        self._leading = False
+
+    async def embed(self, texts: list[str]) -> list[np.ndarray]:
+        """One vector per text, same order; raises what the underlying call raised."""
+        request = _Request(texts)
+        self._queue.append(request)
+        if not self._leading:
+            self._leading = True
+            try:
+                with anyio.CancelScope(shield=True):
+                    await self._drain()
+            finally:
+                self._leading = False
+        await request.done.wait()
+        if request.error is not None:
+            raise request.error
+        return request.vectors
+
+    async def _drain(self) -> None:
+        while self._queue:
+            batch: list[_Request] = []
+            size = 0
+            while self._queue and (not batch or size + len(self._queue[0].texts) <= self._max_texts):
+                request = self._queue.pop(0)
+                batch.append(request)
+                size += len(request.texts)
+            try:
+                vectors = await self._embed([text for request in batch for text in request.texts])
+            except Exception as exc:
+                for request in batch:
+                    request.error = exc
+                    request.done.set()
+                continue
+            offset = 0
+            for request in batch:
+                request.vectors = vectors[offset : offset + len(request.texts)]
+                offset += len(request.texts)
+                request.done.set()
 
 
 def _offline_model_dir(cache_dir: Path) -> Path | None:
@@ -85,6 +150,7 @@ class FastembedEmbedder:
         self._overlap = min(settings.chunk_overlap_tokens, settings.chunk_tokens // 2)
         self._batch_size = settings.batch_size
         self._limiter = anyio.CapacityLimiter(1)
+        self._coalescer = Coalescer(self._embed_thread, max_texts=settings.batch_size * 4)
         cache_dir.mkdir(parents=True, exist_ok=True)
         model_dir = settings.model_path
         if model_dir is None and settings.model == DEFAULT_MODEL:
@@ -130,8 +196,13 @@ class FastembedEmbedder:
     def _embed_sync(self, texts: list[str]) -> list[np.ndarray]:
         return [np.asarray(v, dtype=np.float32) for v in self._model.embed(texts, batch_size=self._batch_size)]
 
+    async def _embed_thread(self, texts: list[str]) -> list[np.ndarray]:
+        return await anyio.to_thread.run_sync(self._embed_sync, texts, limiter=self._limiter)
+
     async def embed_batch(self, texts: list[str]) -> list[np.ndarray]:
         """Embed ``texts`` in a worker thread; one vector of length ``dim`` per text, same order.
+
+        Concurrent calls are merged into one model batch (see ``Coalescer``).
 
         Raises:
             EmbeddingError: inference failed.
@@ -139,7 +210,7 @@ class FastembedEmbedder:
         if not texts:
             return []
         try:
-            return await anyio.to_thread.run_sync(self._embed_sync, texts, limiter=self._limiter)
+            return await self._coalescer.embed(texts)
         except Exception as exc:
             raise EmbeddingError(f"embedding with {self.model} failed: {exc}") from exc
 

@@ -1,0 +1,70 @@
+"""Embedding: windows of long text, unit vectors, and concurrent calls merged into one batch."""
+
+from __future__ import annotations
+
+import anyio
+import numpy as np
+import pytest
+
+from mcp_memory.embed import Coalescer
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_concurrent_calls_share_one_batch_and_get_their_own_vectors_in_order():
+    batches: list[list[str]] = []
+
+    async def embed(texts: list[str]) -> list[np.ndarray]:
+        batches.append(texts)
+        await anyio.sleep(0)  # let the other callers queue behind the running batch
+        return [np.array([float(len(text))]) for text in texts]
+
+    coalescer = Coalescer(embed, max_texts=100)
+    results: dict[int, list[float]] = {}
+
+    async def call(i: int) -> None:
+        vectors = await coalescer.embed(["x" * i, "y" * (i + 100)])
+        results[i] = [float(v[0]) for v in vectors]
+
+    async with anyio.create_task_group() as group:
+        for i in range(20):
+            group.start_soon(call, i)
+    assert results == {i: [float(i), float(i + 100)] for i in range(20)}
+    assert len(batches) < 20
+    assert sum(len(batch) for batch in batches) == 40
+
+
+async def test_a_failed_batch_raises_in_every_caller_and_the_next_call_works():
+    calls = 0
+
+    async def embed(texts: list[str]) -> list[np.ndarray]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("model crashed")
+        return [np.zeros(1) for _ in texts]
+
+    coalescer = Coalescer(embed, max_texts=10)
+    with pytest.raises(RuntimeError, match="model crashed"):
+        await coalescer.embed(["a"])
+    assert len(await coalescer.embed(["b", "c"])) == 2
+
+
+async def test_the_model_gives_unit_vectors_of_its_dimension(deps):
+    ready = await deps.ready()
+    vectors = await ready.embedder.embed_batch(["The boiler is serviced in October", "设计团队开会"])
+    assert ready.embedder.dim == 384
+    assert [v.shape for v in vectors] == [(384,), (384,)]
+    assert [round(float(np.linalg.norm(v)), 4) for v in vectors] == [1.0, 1.0]
+
+
+async def test_long_text_is_cut_into_overlapping_windows_that_cover_its_end(deps):
+    ready = await deps.ready()
+    sentences = [f"Sentence number {i} talks about topic {i * 7 % 13} in some detail." for i in range(300)]
+    text = " ".join(sentences)
+    windows = ready.embedder.windows(text)
+    assert len(windows) > 5
+    assert windows[0].startswith("Sentence number 0 ")
+    assert windows[-1].endswith(sentences[-1])
+    assert all(window in text for window in windows)
+    assert ready.embedder.windows("short text") == ["short text"]
