@@ -97,6 +97,7 @@ async def recall(ready: Ready, session: str, query: str, top_k: int | None = Non
         "vector": tuning.vector_weight,
         "keyword": tuning.keyword_weight,
         "trigram": tuning.trigram_weight,
+        "bigram": tuning.bigram_weight,
         "recent": tuning.recent_weight,
         "window": tuning.window_weight,
     }

@@ -2,7 +2,8 @@
 chronological supplement (most recent memories and the planner's time window).
 
 Every list is a ranked list of memory_ids, best first, named ``<kind>[:<query index>]``:
-``vector:i``, ``keyword:i``, ``trigram``, ``recent``, ``window``. Failure policy: a database
+``vector:i``, ``keyword:i`` (BM25), ``bigram:cjk`` (Chinese/Japanese/Korean character bigrams),
+``trigram:id`` (identifiers), ``recent``, ``window``. Failure policy: a database
 error raises (no partial recall is passed off as complete).
 """
 
@@ -17,18 +18,27 @@ from mcp_memory.db.repository import Repository
 from mcp_memory.models import Plan
 from mcp_memory.settings import RecallSettings
 
-__all__ = ["search", "trigram_terms"]
+__all__ = ["cjk_bigrams", "search", "trigram_terms"]
 
 # Runs of Han, kana and Hangul: text without spaces between words.
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]{2,}")
 # Identifiers: tokens holding a digit, or joined by - _ . / (order numbers, file names, error codes).
 _IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[-_./:#][A-Za-z0-9]+)+|[A-Za-z]*\d[A-Za-z0-9]*")
-_CJK_THRESHOLD = 0.3
 _IDENTIFIER_THRESHOLD = 0.6
 
 
+def cjk_bigrams(runs: list[str]) -> list[str]:
+    """Overlapping character bigrams of CJK runs, each once, in order.
+
+    Text without spaces has no words to match, and a question rarely repeats a memory's
+    phrase in the same order; bigrams are the usual unit for indexing it (Lucene's
+    CJKBigramFilter).
+    """
+    return list(dict.fromkeys(run[i : i + 2] for run in runs for i in range(len(run) - 1)))
+
+
 def trigram_terms(queries: list[str]) -> tuple[list[str], list[str]]:
-    """Terms for pg_trgm matching: (CJK runs, identifiers of 3+ characters), each once, in order."""
+    """Terms for text matching: (CJK runs, identifiers of 3+ characters), each once, in order."""
     cjk: dict[str, None] = {}
     identifiers: dict[str, None] = {}
     for query in queries:
@@ -68,6 +78,10 @@ async def search(
         hits = await repository.trigram_search(session, terms, settings.keyword_candidates, threshold)
         lists[name] = [memory_id for memory_id, _ in hits]
 
+    async def bigram_list(terms: list[str]) -> None:
+        hits = await repository.substring_search(session, terms, settings.keyword_candidates)
+        lists["bigram:cjk"] = [memory_id for memory_id, _ in hits]
+
     async def recent_list() -> None:
         lists["recent"] = await repository.recent(session, settings.recent_candidates)
 
@@ -81,7 +95,7 @@ async def search(
         for index, query in enumerate(plan.queries):
             group.start_soon(keyword_list, index, query)
         if cjk:
-            group.start_soon(trigram_list, "trigram:cjk", cjk, _CJK_THRESHOLD)
+            group.start_soon(bigram_list, cjk_bigrams(cjk))
         if identifiers:
             group.start_soon(trigram_list, "trigram:id", identifiers, _IDENTIFIER_THRESHOLD)
         if settings.recent_candidates:

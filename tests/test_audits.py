@@ -56,14 +56,14 @@ async def test_a_recall_audit_records_query_candidates_selection_and_timings(cli
     assert detail["truncated"] is False and detail["omitted_memory_ids"] == []
 
 
-async def test_cjk_queries_get_a_trigram_candidate_list(client):
+async def test_cjk_queries_get_a_bigram_candidate_list(client):
     memory_id = await _store(client, "s-au", "下周四下午三点和设计团队开会")
     await _store(client, "s-au", "Dentist on Friday at nine")
 
     await _call(client, "recall_memory", {"session": "s-au", "query": "设计团队"})
     detail = (await _call(client, "list_audits", {"session": "s-au", "kind": "recall"}))["audits"][0]["detail"]
 
-    assert detail["candidates"]["trigram:cjk"] == [memory_id]
+    assert detail["candidates"]["bigram:cjk"] == [memory_id]
 
 
 async def test_audits_are_newest_first_and_filter_by_kind_and_limit(client):

@@ -188,8 +188,8 @@ class Repository:
     ) -> list[tuple[str, float]]:
         """Memories containing text like any of ``terms`` (pg_trgm word similarity), best first.
 
-        For text without spaces (Chinese, Japanese) and identifiers (order numbers, file
-        names), which full-text search splits or misses.
+        For identifiers (order numbers, file names, error codes), which full-text search
+        splits ("A-77812" becomes "-77812") or misses.
         """
 
         async def work(connection: asyncpg.Connection) -> list[tuple[str, float]]:
@@ -206,6 +206,26 @@ class Repository:
 
         rows = await self._run(work)
         return [(str(row["memory_id"]), float(row["sim"])) for row in rows]
+
+    async def substring_search(self, session: str, terms: list[str], limit: int) -> list[tuple[str, float]]:
+        """Memories containing any of ``terms`` as a substring, by the sum of the terms' idf.
+
+        idf is BM25's ``ln(1 + (N - df + 0.5) / (df + 0.5))`` over the session. ``strpos``
+        treats the terms as plain text (no LIKE wildcards). Used for CJK character bigrams.
+        """
+        sql = """
+            WITH t AS (SELECT DISTINCT unnest($2::text[]) AS term),
+            hits AS MATERIALIZED (
+                SELECT m.memory_id, t.term FROM memories m JOIN t ON strpos(m.content, t.term) > 0
+                WHERE m.session = $1),
+            df AS (SELECT term, count(*)::float8 AS df FROM hits GROUP BY term),
+            stats AS (SELECT count(*)::float8 AS n FROM memories WHERE session = $1)
+            SELECT hits.memory_id, sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))) AS score
+            FROM hits JOIN df USING (term) CROSS JOIN stats
+            GROUP BY hits.memory_id ORDER BY score DESC, hits.memory_id LIMIT $3
+        """
+        rows = await self._run(lambda c: c.fetch(sql, session, terms, limit))
+        return [(str(row["memory_id"]), float(row["score"])) for row in rows]
 
     async def recent(self, session: str, limit: int) -> list[str]:
         """Ids of the ``limit`` latest memories by occurred_at (ties by memory_id)."""

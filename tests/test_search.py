@@ -1,0 +1,74 @@
+"""Keyword legs find what vectors miss: identifiers and text without spaces (Chinese)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.anyio
+
+ORDERS = [
+    "Order A-77811 was delayed at customs in Rotterdam",
+    "Order A-77812 was refunded to the customer's credit card",
+    "Order A-77813 shipped with the blue cable bundle",
+    "Order B-77812 is waiting for the warehouse team",
+    "The error log for the nightly job is err_2231.log in the shared folder",
+    "The error log for the backup job is err_2213.log in the shared folder",
+    "Ticket ZX-7781: printer on floor 3 jams on A3 paper",
+    "Ticket ZX-7718: scanner on floor 2 is offline",
+]
+
+CHINESE = [
+    "设计评审会议改到周五下午，在三号会议室",
+    "周五晚上和朋友去吃火锅",
+    "下个月要续签护照，记得带照片",
+    "项目预算审批已经通过，财务部会在月底付款",
+    "周末带孩子去动物园看熊猫",
+]
+
+
+async def _store_all(client, session: str, contents: list[str]) -> list[str]:
+    ids = []
+    for content in contents:
+        result = await client.call_tool("store_memory", {"session": session, "content": content})
+        ids.append(result.structured_content["memory_id"])
+    return ids
+
+
+async def _recall_with_audit(client, session: str, query: str):
+    result = await client.call_tool("recall_memory", {"session": session, "query": query, "top_k": 3})
+    audit = await client.call_tool("list_audits", {"session": session, "limit": 1})
+    return result.structured_content["memories"], audit.structured_content["audits"][0]["detail"]["candidates"]
+
+
+@pytest.mark.parametrize(("query", "index"), [("A-77812", 1), ("err_2231.log", 4), ("what about ZX-7781?", 6)])
+async def test_an_identifier_is_found_first_by_the_identifier_list(client, query, index):
+    ids = await _store_all(client, "s-ids", ORDERS)
+    memories, candidates = await _recall_with_audit(client, "s-ids", query)
+    assert memories[0]["memory_id"] == ids[index]
+    assert candidates["trigram:id"][0] == ids[index]
+
+
+@pytest.mark.parametrize(("query", "index", "vector_first"), [("A-77811", 0, 1), ("ZX-7781", 6, 7)])
+async def test_an_identifier_the_vector_search_misses_is_still_recalled_first(client, query, index, vector_first):
+    ids = await _store_all(client, "s-ids", ORDERS)
+    memories, candidates = await _recall_with_audit(client, "s-ids", query)
+    assert candidates["vector:0"][0] == ids[vector_first]  # MiniLM cannot tell the numbers apart
+    assert memories[0]["memory_id"] == ids[index]
+
+
+async def test_a_chinese_question_finds_the_chinese_memory_that_shares_its_key_term(client):
+    ids = await _store_all(client, "s-zh", CHINESE)
+    memories, candidates = await _recall_with_audit(client, "s-zh", "设计评审会议在哪里开？")
+    assert memories[0]["memory_id"] == ids[0]
+    assert candidates["bigram:cjk"][0] == ids[0]
+    memories, _ = await _recall_with_audit(client, "s-zh", "护照什么时候续签")
+    assert memories[0]["memory_id"] == ids[2]
+
+
+async def test_tool_annotations_say_what_each_tool_does(client):
+    tools = {tool.name: tool.annotations for tool in (await client.list_tools()).tools}
+    assert tools["recall_memory"].read_only_hint is True
+    assert tools["list_audits"].read_only_hint is True
+    assert tools["usage_stats"].read_only_hint is True
+    assert tools["delete_memory"].destructive_hint is True
+    assert tools["store_memory"].read_only_hint is False
