@@ -1,0 +1,165 @@
+"""Tests of the LoCoMo evaluation's pure parts: date parsing, evidence clean-up, metrics, BM25.
+
+Inline fixtures only; the one test that reads locomo10.json skips when the file is absent.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # evals/ is not an installed package
+    sys.path.insert(0, str(REPO_ROOT))
+
+from evals.locomo_data import (  # noqa: E402
+    EvidenceStats,
+    clean_evidence,
+    load_locomo,
+    parse_conversation,
+    parse_session_datetime,
+)
+from evals.metrics import score_question, summarize  # noqa: E402
+from evals.retrievers import Bm25Retriever  # noqa: E402
+
+LOCOMO_PATH = REPO_ROOT.parent / "shared" / "data" / "locomo10.json"
+
+
+def _sample() -> dict[str, Any]:
+    """A two-session conversation shaped like locomo10.json, with the file's evidence defects."""
+    return {
+        "sample_id": "conv-x",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bob",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy called Rex."},
+                {"speaker": "Bob", "dia_id": "D1:2", "text": "Look!", "blip_caption": "a photo of a red kite"},
+                {"speaker": "Ann", "dia_id": "D1:3", "text": "See you!"},
+            ],
+            "session_2_date_time": "10:04 am on 19 December, 2023",
+            "session_2": [
+                {"speaker": "Bob", "dia_id": "D2:1", "text": "I started learning the violin."},
+                {"speaker": "Ann", "dia_id": "D2:2", "text": "See you!"},
+            ],
+            "session_3_date_time": "9:00 am on 1 January, 2024",
+        },
+        "qa": [
+            {"question": "What is the puppy called?", "answer": "Rex", "evidence": ["D1:1"], "category": 4},
+            {"question": "Q2", "answer": 2023, "evidence": ["D1:1; D2:1", "D:1:2", "D2:01"], "category": 1},
+            {"question": "Q3", "answer": "x", "evidence": ["D9:9", "D"], "category": 3},
+            {"question": "Q4", "adversarial_answer": "y", "answer": "z", "evidence": ["D2:1"], "category": 5},
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1:56 pm on 8 May, 2023", datetime(2023, 5, 8, 13, 56)),
+        ("10:04 am on 19 December, 2023", datetime(2023, 12, 19, 10, 4)),
+        ("9:55 am on 22 October, 2023", datetime(2023, 10, 22, 9, 55)),
+        ("12:09 am on 13 September, 2023", datetime(2023, 9, 13, 0, 9)),
+        ("12:30 pm on 1 June, 2022", datetime(2022, 6, 1, 12, 30)),
+    ],
+)
+def test_session_time_parses_every_shape_in_locomo(text: str, expected: datetime) -> None:
+    assert parse_session_datetime(text) == expected
+
+
+@pytest.mark.parametrize("text", ["2023-05-08", "13:56 pm on 8 May, 2023", "1:56 pm on 8 Mai, 2023"])
+def test_session_time_rejects_other_shapes(text: str) -> None:
+    with pytest.raises(ValueError, match="session time"):
+        parse_session_datetime(text)
+
+
+def test_evidence_is_split_repaired_and_unknown_ids_dropped() -> None:
+    stats = EvidenceStats()
+    known = {"D1:1", "D1:2", "D2:1", "D11:26", "D30:5"}
+    cleaned = clean_evidence(["D1:1; D2:1", "D:11:26", "D30:05", "D1:1", "D", "D10:19"], known, "c", stats)
+    assert cleaned == ("D1:1", "D2:1", "D11:26", "D30:5")
+    assert stats.split == 1
+    assert stats.repaired == [("c", "D:11:26", "D11:26"), ("c", "D30:05", "D30:5")]
+    assert stats.dropped == [("c", "D"), ("c", "D10:19")]
+
+
+def test_conversation_ignores_empty_sessions_and_orders_turns_by_seconds() -> None:
+    stats = EvidenceStats()
+    conversation = parse_conversation(_sample(), stats)
+    assert conversation.session_count == 2
+    assert [turn.occurred_at.isoformat() for turn in conversation.turns[:3]] == [
+        "2023-05-08T13:56:00", "2023-05-08T13:56:01", "2023-05-08T13:56:02",
+    ]
+    assert conversation.turns[1].content == "Bob: Look! [shares a photo: a photo of a red kite]"
+    assert [q.evidence for q in conversation.questions] == [("D1:1",), ("D1:1", "D2:1", "D1:2"), (), ("D2:1",)]
+    assert stats.no_evidence == [("conv-x", 2)]
+    assert conversation.questions[1].answer == "2023"
+    assert conversation.questions[3].answer == "y"
+
+
+def test_identical_turns_become_one_document_with_every_dia_id() -> None:
+    conversation = parse_conversation(_sample(), EvidenceStats())
+    assert len(conversation.documents) == 4
+    assert ("D1:3", "D2:2") in [document.dia_ids for document in conversation.documents]
+
+
+def test_recall_counts_evidence_within_k_results_and_groups_count_once() -> None:
+    ranked = [("D5:1",), ("D1:1", "D1:2"), ("D3:3",), ("D2:2",)]
+    score = score_question(1, ["D1:2", "D2:2"], ranked, (1, 2, 4))
+    assert score.recall == {1: 0.0, 2: 0.5, 4: 1.0}
+    assert score.hit == {1: 0.0, 2: 1.0, 4: 1.0}
+    assert score.reciprocal_rank == 0.5
+
+
+def test_reciprocal_rank_is_zero_when_evidence_is_beyond_max_k() -> None:
+    score = score_question(2, ["D9:9"], [("D1:1",), ("D9:9",)], (1,))
+    assert score.recall == {1: 0.0}
+    assert score.reciprocal_rank == 0.0
+
+
+def test_question_without_evidence_is_refused() -> None:
+    with pytest.raises(ValueError, match="evidence is empty"):
+        score_question(3, [], [("D1:1",)], (5,))
+
+
+def test_summary_averages_per_category_overall_and_without_adversarial() -> None:
+    scores = [
+        score_question(1, ["A"], [("A",)], (1,)),
+        score_question(4, ["A"], [("B",)], (1,)),
+        score_question(5, ["A"], [("A",)], (1,)),
+    ]
+    summary = summarize(scores, (1,))
+    assert (summary["1"].n, summary["1"].recall[1]) == (1, 1.0)
+    assert (summary["2"].n, summary["2"].recall[1]) == (0, 0.0)
+    assert (summary["all"].n, summary["all"].recall[1]) == (3, pytest.approx(2 / 3))
+    assert (summary["1-4"].n, summary["1-4"].recall[1]) == (2, 0.5)
+
+
+def test_bm25_ranks_the_keyword_match_first_and_maps_groups() -> None:
+    conversation = parse_conversation(_sample(), EvidenceStats())
+    retriever = Bm25Retriever()
+
+    async def ask(question: str) -> list[tuple[str, ...]]:
+        await retriever.prepare(conversation)
+        return await retriever.rank(conversation, question, 10)
+
+    assert anyio.run(ask, "Who is learning the violin?")[0] == ("D2:1",)
+    assert len(anyio.run(ask, "puppy")) == 4
+
+
+def test_locomo10_parses_and_matches_the_protocol_counts() -> None:
+    if not LOCOMO_PATH.is_file():
+        pytest.skip(f"{LOCOMO_PATH} is absent (LoCoMo is not shipped with the repository)")
+    conversations, stats = load_locomo(LOCOMO_PATH)
+    questions = [q for conversation in conversations for q in conversation.questions]
+    assert sum(len(c.turns) for c in conversations) == 5882
+    assert sum(c.session_count for c in conversations) == 272
+    assert [sum(1 for q in questions if q.category == c) for c in range(1, 6)] == [282, 321, 96, 841, 446]
+    assert len(stats.no_evidence) == 4
+    assert sorted(raw for _, raw in stats.dropped) == ["D", "D10:19", "D4:36"]
