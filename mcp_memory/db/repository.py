@@ -128,8 +128,9 @@ class Repository:
         async def work(connection: asyncpg.Connection) -> list[list[tuple[str, float]]]:
             results = []
             async with connection.transaction():
-                await connection.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-                await connection.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+                await connection.execute(  # one round trip for both settings
+                    f"SET LOCAL hnsw.iterative_scan = strict_order; SET LOCAL hnsw.ef_search = {int(ef_search)}"
+                )
                 for vector in vectors:
                     rows = await connection.fetch(
                         "(SELECT memory_id, embedding <=> $2 AS distance FROM memories"
@@ -158,7 +159,11 @@ class Repository:
         Relevance Framework: BM25 and Beyond", 2009) with k1 = 1.2, b = 0.75 and Lucene's
         idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``; N, df and the average length are the
         session's own (df is counted among the matching memories, which hold every memory with
-        the word), and a memory's length is its count of distinct lexemes.
+        the word), and a memory's length is its count of distinct lexemes. N and the total
+        length come from ``memory_stats`` (kept exact by triggers, migration 002) instead of a
+        scan of the whole session. The terms are summed in memory_id-sorted order (the subquery's
+        ORDER BY keeps a GroupAggregate), the order the plan over a session scan used, so scores
+        are bit-identical and exact ties keep their order.
         """
         sql = """
             WITH q AS (SELECT array_agg(DISTINCT lexeme) AS lexemes FROM unnest(to_tsvector('english', $2))),
@@ -167,18 +172,19 @@ class Repository:
                    FROM q WHERE q.lexemes IS NOT NULL),
             docs AS MATERIALIZED (
                 SELECT m.memory_id, m.search_text FROM memories m, qt WHERE m.session = $1 AND m.search_text @@ qt.tsq),
-            stats AS (SELECT count(*)::float8 AS n, greatest(avg(length(search_text)), 1)::float8 AS avgdl
-                      FROM memories WHERE session = $1),
+            stats AS (SELECT coalesce(sum(n), 0)::float8 AS n,
+                             greatest(sum(total_length)::numeric / nullif(sum(n), 0), 1)::float8 AS avgdl
+                      FROM memory_stats WHERE session = $1),
             tf AS (
                 SELECT d.memory_id, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf,
                        length(d.search_text)::float8 AS dl
                 FROM docs d CROSS JOIN LATERAL unnest(d.search_text) u, qt WHERE u.lexeme = ANY(qt.lexemes)),
             df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme)
-            SELECT tf.memory_id,
-                   sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
-                       * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / stats.avgdl))) AS score
-            FROM tf JOIN df USING (lexeme) CROSS JOIN stats
-            GROUP BY tf.memory_id ORDER BY score DESC, tf.memory_id LIMIT $3
+            SELECT memory_id, sum(term) AS score
+            FROM (SELECT tf.memory_id, ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
+                         * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / stats.avgdl)) AS term
+                  FROM tf JOIN df USING (lexeme) CROSS JOIN stats ORDER BY tf.memory_id) terms
+            GROUP BY memory_id ORDER BY score DESC, memory_id LIMIT $3
         """
         rows = await self._run(lambda c: c.fetch(sql, session, query, limit))
         return [(str(row["memory_id"]), float(row["score"])) for row in rows]

@@ -1,0 +1,89 @@
+"""A/B: the same recalls against a baseline copy of the package and the working tree, interleaved.
+
+Usage::
+
+    python -m benchmarks.compare --data-dir /tmp/mcpm-bench --baseline /tmp/mcpm-base \
+        --sessions bench-10000 --concurrency 1,10 --requests 200
+
+Two ``mcp-memory serve --transport http`` processes share one data directory (one embedded
+PostgreSQL): A runs the package found under ``--baseline`` (PYTHONPATH), B the installed working
+tree. At concurrency 1 the calls alternate A, B, A, B on the same questions; at higher concurrency
+A and B runs alternate in blocks of ``--requests``, twice each (ABAB), and the figures are pooled.
+Ranked ids of A and B are compared call by call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from benchmarks.harness import McpHttp, ServerProcess, percentiles, run_load
+from benchmarks.recall import questions
+
+
+async def main(args: argparse.Namespace) -> None:
+    asked = questions(args.requests)
+    report: dict[str, Any] = {"runs": []}
+    with ServerProcess(args.data_dir, args.port, env={"PYTHONPATH": str(args.baseline)}) as a, \
+            ServerProcess(args.data_dir, args.port + 1) as b:
+        async with McpHttp(args.port) as ca, McpHttp(args.port + 1) as cb:
+            for session in args.sessions:
+                same = 0
+                for question in asked[:10]:
+                    await ca.call("recall_memory", {"session": session, "query": question})
+                    await cb.call("recall_memory", {"session": session, "query": question})
+                for concurrency in args.concurrency:
+                    lat: dict[str, list[float]] = {"A": [], "B": []}
+                    wall = {"A": 0.0, "B": 0.0}
+                    if concurrency == 1:
+                        for question in asked:
+                            ra, ms_a = await ca.call("recall_memory", {"session": session, "query": question})
+                            rb, ms_b = await cb.call("recall_memory", {"session": session, "query": question})
+                            lat["A"].append(ms_a)
+                            lat["B"].append(ms_b)
+                            same += [m["memory_id"] for m in ra["memories"]] == [m["memory_id"] for m in rb["memories"]]
+                        wall = {"A": sum(lat["A"]) / 1000, "B": sum(lat["B"]) / 1000}
+                    else:
+                        for name, client in (("A", ca), ("B", cb), ("A", ca), ("B", cb)):
+                            async def one(i: int, client: McpHttp = client) -> float:
+                                _, ms = await client.call("recall_memory",
+                                                          {"session": session, "query": asked[i % len(asked)]})
+                                return ms
+
+                            got, seconds = await run_load(one, concurrency, args.requests)
+                            lat[name].extend(got)
+                            wall[name] += seconds
+                    run = {"session": session, "concurrency": concurrency,
+                           "A_baseline": {**percentiles(lat["A"]), "per_s": round(len(lat["A"]) / wall["A"], 1)},
+                           "B_changed": {**percentiles(lat["B"]), "per_s": round(len(lat["B"]) / wall["B"], 1)}}
+                    run["p50_ratio_A_over_B"] = round(run["A_baseline"]["p50"] / run["B_changed"]["p50"], 2)
+                    run["throughput_ratio_B_over_A"] = round(run["B_changed"]["per_s"] / run["A_baseline"]["per_s"], 2)
+                    if concurrency == 1:
+                        run["identical_ranked_ids"] = f"{same}/{len(asked)}"
+                    run["peak_rss_mb"] = {"A": round(a.peak_rss / 2**20, 1), "B": round(b.peak_rss / 2**20, 1)}
+                    report["runs"].append(run)
+                    print(json.dumps(run), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--baseline", type=Path, required=True, help="folder holding the baseline mcp_memory/")
+    parser.add_argument("--port", type=int, default=18741)
+    parser.add_argument("--sessions", type=lambda s: s.split(","), default=["bench-10000"])
+    parser.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 10])
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--json", type=Path)
+    return parser
+
+
+if __name__ == "__main__":
+    started = time.perf_counter()
+    anyio.run(main, _parser().parse_args())

@@ -1,0 +1,156 @@
+"""Recall without an LLM over HTTP: latency percentiles, throughput, stage shares, peak RSS.
+
+Usage::
+
+    python -m benchmarks.recall --data-dir /tmp/mcpm-bench --port 18731 --sizes 1000,10000 \
+        --concurrency 1,10,50 --requests 200 --json /tmp/mcpm-bench/recall.json
+
+Sessions ``bench-<size>`` are bulk-loaded (see ``benchmarks.load``) when missing. Queries are
+LoCoMo questions, asked verbatim. Same-run baselines: a bare pgvector query (the session's 12
+nearest by ``<=>``, query vector pre-computed, asyncpg, no MCP) and the same query plus the
+embedding of the question. Stage shares come from the recall audit rows (``latency_ms``);
+``protocol+audit`` is the client-measured latency minus the server's stage total; the audit insert
+is measured alone by re-inserting recorded audit rows with asyncpg.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import asyncpg
+import numpy as np
+
+from benchmarks.harness import McpHttp, ServerProcess, percentiles, run_load
+from benchmarks.load import DATA, INDEXES, connect, drop_indexes, fill, load_texts, rebuild_indexes
+from mcp_memory.embed import load_embedder
+from mcp_memory.settings import Settings
+
+
+def questions(limit: int) -> list[str]:
+    found = []
+    for sample in json.loads((DATA / "locomo10.json").read_text()):
+        for qa in sample["qa"]:
+            found.append(qa["question"])
+    step = max(1, len(found) // limit)
+    return found[::step][:limit]
+
+
+async def ensure_sessions(pool: asyncpg.Pool, settings: Settings, sizes: dict[str, int]) -> dict[str, Any]:
+    """Load missing sessions (indexes dropped and rebuilt around the load); timings."""
+    texts, vectors, embed_s = await load_texts(settings)
+    report: dict[str, Any] = {"texts": len(texts), "embed_texts_s": round(embed_s, 1)}
+    missing = {}
+    for session, size in sizes.items():
+        have = await pool.fetchval("SELECT count(*) FROM memories WHERE session = $1", session)
+        if have != size:
+            missing[session] = size
+    if missing:
+        await drop_indexes(pool)
+        for offset, (session, size) in enumerate(missing.items()):
+            await pool.execute("DELETE FROM memories WHERE session = $1", session)
+            report[f"copy_{session}_s"] = round(await fill(pool, session, size, texts, vectors, offset * 997), 1)
+    built = await rebuild_indexes(pool)
+    report.update({f"build_{k}_s": v for k, v in built.items()})
+    report["total_memories"] = await pool.fetchval("SELECT count(*) FROM memories")
+    return report
+
+
+async def bare_baseline(pool: asyncpg.Pool, session: str, vectors: list[np.ndarray], concurrency: int,
+                        total: int) -> dict[str, Any]:
+    async def one(i: int) -> float:
+        started = time.perf_counter()
+        async with pool.acquire() as connection:
+            await connection.fetch(
+                "SELECT memory_id FROM memories WHERE session = $1 ORDER BY embedding <=> $2 LIMIT 12",
+                session, vectors[i % len(vectors)])
+        return (time.perf_counter() - started) * 1000
+
+    latencies, wall = await run_load(one, concurrency, total)
+    return {**percentiles(latencies), "per_s": round(total / wall, 1)}
+
+
+async def stage_shares(pool: asyncpg.Pool, session: str, after_id: int) -> tuple[dict[str, float], list[dict]]:
+    rows = await pool.fetch("SELECT detail FROM audits WHERE session = $1 AND kind = 'recall' AND audit_id > $2",
+                            session, after_id)
+    details = [json.loads(r["detail"]) for r in rows]
+    stages: dict[str, list[float]] = {}
+    for detail in details:
+        for name, ms in detail["latency_ms"].items():
+            stages.setdefault(name, []).append(ms)
+    return {name: round(statistics.mean(v), 2) for name, v in stages.items()}, details
+
+
+async def audit_insert_ms(pool: asyncpg.Pool, session: str, details: list[dict]) -> float:
+    times = []
+    for detail in details[:50]:
+        started = time.perf_counter()
+        await pool.fetchval("INSERT INTO audits (session, kind, detail) VALUES ($1, 'bench', $2::jsonb)"
+                            " RETURNING audit_id", session, json.dumps(detail))
+        times.append((time.perf_counter() - started) * 1000)
+    await pool.execute("DELETE FROM audits WHERE kind = 'bench'")
+    return round(statistics.median(times), 2)
+
+
+async def main(args: argparse.Namespace) -> None:
+    settings = Settings(data_dir=args.data_dir)
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    pool = await connect(settings)
+    sizes = {f"bench-{size}": size for size in args.sizes}
+    report: dict[str, Any] = {"load": await ensure_sessions(pool, settings, sizes), "runs": []}
+    print(json.dumps(report["load"]), flush=True)
+    asked = questions(args.requests)
+    embedder = await load_embedder(settings.embedding, settings.data_dir / "models")
+    qvectors = await embedder.embed_batch(asked)
+
+    with ServerProcess(args.data_dir, args.port) as server:
+        async with McpHttp(args.port) as client:
+            for session in sizes:
+                for i in range(10):  # warm-up: model, pool, plans, cache
+                    await client.call("recall_memory", {"session": session, "query": asked[i]})
+                server.reset_peak()
+                for concurrency in args.concurrency:
+                    after = await pool.fetchval("SELECT coalesce(max(audit_id), 0) FROM audits")
+                    total = max(args.requests, concurrency * 4)
+
+                    async def one(i: int, session: str = session) -> float:
+                        _, ms = await client.call("recall_memory", {"session": session, "query": asked[i % len(asked)]})
+                        return ms
+
+                    latencies, wall = await run_load(one, concurrency, total)
+                    shares, details = await stage_shares(pool, session, after)
+                    client_mean = statistics.mean(latencies)
+                    shares["protocol+audit"] = round(client_mean - shares.get("total", 0.0), 2)
+                    bare = await bare_baseline(pool, session, qvectors, concurrency, total)
+                    run = {
+                        "session": session, "size": sizes[session], "concurrency": concurrency,
+                        **percentiles(latencies), "per_s": round(total / wall, 1), "mean_ms": round(client_mean, 2),
+                        "stages_mean_ms": shares, "bare_pgvector": bare,
+                        "audit_insert_ms": await audit_insert_ms(pool, session, details) if concurrency == 1 else None,
+                        "peak_rss_mb": round(server.peak_rss / 2**20, 1),
+                    }
+                    report["runs"].append(run)
+                    print(json.dumps(run), flush=True)
+    await pool.close()
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--port", type=int, default=18731)
+    parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[1000, 10000])
+    parser.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 10, 50])
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--json", type=Path)
+    return parser
+
+
+if __name__ == "__main__":
+    anyio.run(main, _parser().parse_args())
