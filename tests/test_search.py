@@ -72,3 +72,21 @@ async def test_tool_annotations_say_what_each_tool_does(client):
     assert tools["usage_stats"].read_only_hint is True
     assert tools["delete_memory"].destructive_hint is True
     assert tools["store_memory"].read_only_hint is False
+
+
+ACTIVITIES = [
+    "bought a new bicycle", "visited the dentist", "read a novel about whales", "cooked lentil soup",
+    "called her grandmother", "fixed the kitchen tap", "planted tulips", "watched a chess final",
+    "booked a train to Porto", "adopted a grey cat", "painted the fence", "ran a half marathon",
+    "learned three guitar chords", "lost her umbrella", "baked sourdough bread", "joined a choir",
+    "renewed her passport", "cleaned the garage", "wrote a letter to Tom", "tried rock climbing",
+    "sold her old laptop", "visited an art museum", "started a herb garden", "repaired the roof",
+]
+
+
+async def test_a_word_in_most_memories_of_a_session_does_not_flood_the_keyword_list(client):
+    await _store_all(client, "s-alice", [f"Alice {activity} on day {i}" for i, activity in enumerate(ACTIVITIES)])
+    [based] = await _store_all(client, "s-alice", ["Alice is based in Lisbon these days"])
+    memories, candidates = await _recall_with_audit(client, "s-alice", "Where is Alice based at the moment?")
+    assert candidates["keyword:0"] == [based]
+    assert memories[0]["memory_id"] == based

@@ -159,7 +159,9 @@ class Repository:
         Relevance Framework: BM25 and Beyond", 2009) with k1 = 1.2, b = 0.75 and Lucene's
         idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``; N, df and the average length are the
         session's own (df is counted among the matching memories, which hold every memory with
-        the word), and a memory's length is its count of distinct lexemes. N and the total
+        the word), and a memory's length is its count of distinct lexemes. In a session of 20 or
+        more memories a word found in more than half of them is ignored (Robertson's idf is <= 0
+        there): a user's name in every memory would otherwise rank all of them by length alone. N and the total
         length come from ``memory_stats`` (kept exact by triggers, migration 002) instead of a
         scan of the whole session. The terms are summed in memory_id-sorted order (the subquery's
         ORDER BY keeps a GroupAggregate), the order the plan over a session scan used, so scores
@@ -183,7 +185,9 @@ class Repository:
             SELECT memory_id, sum(term) AS score
             FROM (SELECT tf.memory_id, ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
                          * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / stats.avgdl)) AS term
-                  FROM tf JOIN df USING (lexeme) CROSS JOIN stats ORDER BY tf.memory_id) terms
+                  FROM tf JOIN df USING (lexeme) CROSS JOIN stats
+                  WHERE stats.n < 20 OR df.df <= stats.n / 2
+                  ORDER BY tf.memory_id) terms
             GROUP BY memory_id ORDER BY score DESC, memory_id LIMIT $3
         """
         rows = await self._run(lambda c: c.fetch(sql, session, query, limit))
