@@ -15,9 +15,11 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 from mcp.server.stdio import stdio_server
+from pydantic import ValidationError
 
+from mcp_memory import __version__
 from mcp_memory.deps import Deps
-from mcp_memory.errors import McpMemoryError
+from mcp_memory.errors import ConfigError, McpMemoryError
 from mcp_memory.server import build_server
 from mcp_memory.settings import Settings
 
@@ -27,23 +29,32 @@ logger = logging.getLogger("mcp_memory")
 
 
 def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", type=Path, default=argparse.SUPPRESS,
+                        help="config.toml to read (default: $MCP_MEMORY_CONFIG); before or after the command")
+    common.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default=argparse.SUPPRESS,
+                        help="log level; logs go to stderr (default: INFO, or MCP_MEMORY_LOG_LEVEL)")
     parser = argparse.ArgumentParser(
         prog="mcp-memory",
+        parents=[common],
         description="Long-term memory for LLM agents over MCP, on PostgreSQL + pgvector. With no database URL an "
         "embedded PostgreSQL starts in the data directory. Settings: MCP_MEMORY_* environment variables over "
         "config.toml over defaults (see config.toml.example).",
     )
-    parser.add_argument("--config", type=Path, help="config.toml to read (default: $MCP_MEMORY_CONFIG)")
-    parser.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log level (stderr)")
+    parser.add_argument("--version", action="version", version=f"mcp-memory {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the MCP server (stdio by default)")
+    serve = commands.add_parser("serve", parents=[common], help="run the MCP server (stdio by default)",
+                                description="Run the MCP server: stdio for desktop clients (default), or "
+                                "streamable HTTP at /mcp with a health endpoint at /health.")
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio",
                        help="stdio for desktop clients; http for streamable HTTP at /mcp (health at /health)")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8020, help="HTTP port (default 8020)")
     serve.add_argument("--stateless", action="store_true",
                        help="HTTP without MCP sessions: every request stands alone (for load balancers)")
-    commands.add_parser("doctor", help="start the database and the model once, print what was found, and exit")
+    commands.add_parser("doctor", parents=[common], help="start the database and the model once, print what was "
+                        "found, and exit", description="Start the database (embedded or external) and load the "
+                        "embedding model once, print the data directory, database, model and LLM, and exit.")
     return parser
 
 
@@ -63,10 +74,16 @@ async def _serve_http(settings: Settings, host: str, port: int, stateless: bool)
     server = build_server(settings, deps)
     app = server.streamable_http_app(stateless_http=stateless, host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    http = uvicorn.Server(config)
     try:
-        await uvicorn.Server(config).serve()
+        await http.serve()
+    except SystemExit:
+        if http.started:
+            raise
     finally:
         await deps.close()
+    if not http.started:  # uvicorn logs the bind error and exits instead of raising it
+        raise ConfigError(f"could not listen on {host}:{port} (see the error above); pick another --port")
 
 
 class _StdinLines:
@@ -141,12 +158,28 @@ def _exit_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+def _load_settings(config: Path | None) -> Settings:
+    """Settings.load, with pydantic's and TOML's errors turned into one line per bad key."""
+    import tomllib
+
+    try:
+        return Settings.load(config)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']} (got {error.get('input')!r})"
+            for error in exc.errors()
+        )
+        raise ConfigError(f"invalid settings: {problems}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file is not valid TOML: {exc}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (2 on a start-up error)."""
     args = _parser().parse_args(argv)
     try:
-        settings = Settings.load(args.config)
-        if args.log_level:
+        settings = _load_settings(getattr(args, "config", None))
+        if getattr(args, "log_level", None):
             settings = settings.model_copy(update={"log_level": args.log_level})
         _configure_logging(settings.log_level)
         _exit_on_sigterm()

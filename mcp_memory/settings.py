@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -31,6 +31,8 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 class LimitSettings(BaseModel):
     """Input and output limits enforced on every tool call."""
 
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
     max_content_chars: int = Field(32_000, ge=1, description="Longest memory content, in characters.")
     max_query_chars: int = Field(4_000, ge=1, description="Longest recall query, in characters.")
     max_session_chars: int = Field(256, ge=1, description="Longest session name, in characters.")
@@ -44,6 +46,8 @@ class LimitSettings(BaseModel):
 
 class EmbeddingSettings(BaseModel):
     """Which embedding model turns text into vectors."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     provider: Literal["fastembed", "openai"] = "fastembed"
     model: str = Field(DEFAULT_MODEL, description="Model name; recorded with every stored vector.")
@@ -61,6 +65,8 @@ class EmbeddingSettings(BaseModel):
 class LlmSettings(BaseModel):
     """The optional OpenAI-compatible LLM used for query planning and answers."""
 
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint; unset means no LLM is used.")
     api_key: str | None = None
     plan_model: str | None = Field(None, description="Model that rewrites queries; unset disables planning.")
@@ -73,6 +79,8 @@ class LlmSettings(BaseModel):
 
 class RecallSettings(BaseModel):
     """Knobs of the recall pipeline; defaults are the ones the LoCoMo evaluation supports."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     vector_candidates: int = Field(100, ge=1, description="Candidates from vector search per query.")
     keyword_candidates: int = Field(100, ge=1, description="Candidates from keyword search per query.")
@@ -116,7 +124,9 @@ class Settings(BaseSettings):
     database_url: str | None = Field(None, description="External PostgreSQL with pgvector >= 0.8.4; unset = embedded.")
     pool_min_size: int = Field(1, ge=0)
     pool_max_size: int = Field(10, ge=1)
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(lambda v: str(v).upper())] = (
+        "INFO"
+    )
     limits: LimitSettings = LimitSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     llm: LlmSettings = LlmSettings()
@@ -131,10 +141,10 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        config_path = os.environ.get("MCP_MEMORY_CONFIG")
+        toml_file = settings_cls.model_config.get("toml_file") or os.environ.get("MCP_MEMORY_CONFIG")
         sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if config_path:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(config_path)))
+        if toml_file:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(toml_file)))
         return tuple(sources)
 
     @classmethod
@@ -152,7 +162,8 @@ class Settings(BaseSettings):
         if config_path is not None:
             if not config_path.is_file():
                 raise ConfigError(f"config file not found: {config_path}")
-            os.environ["MCP_MEMORY_CONFIG"] = str(config_path)
-        elif (named := os.environ.get("MCP_MEMORY_CONFIG")) and not Path(named).is_file():
+            from_file = type("Settings", (cls,), {"model_config": {**cls.model_config, "toml_file": config_path}})
+            return from_file()
+        if (named := os.environ.get("MCP_MEMORY_CONFIG")) and not Path(named).is_file():
             raise ConfigError(f"MCP_MEMORY_CONFIG names a file that does not exist: {named}")
         return cls()

@@ -76,7 +76,7 @@ async def test_audits_are_newest_first_and_filter_by_kind_and_limit(client):
     everything = (await _call(client, "list_audits", {"session": "s-au"}))["audits"]
     recalls = (await _call(client, "list_audits", {"session": "s-au", "kind": "recall"}))["audits"]
     latest_two = await _call(client, "list_audits", {"session": "s-au", "limit": 2})
-    nothing = (await _call(client, "list_audits", {"session": "s-au", "kind": "no-such-kind"}))["audits"]
+    unknown = await client.call_tool("list_audits", {"session": "s-au", "kind": "no-such-kind"})
 
     assert [row["kind"] for row in everything] == ["delete_session", "recall", "delete", "recall"]
     audit_ids = [row["audit_id"] for row in everything]
@@ -85,7 +85,10 @@ async def test_audits_are_newest_first_and_filter_by_kind_and_limit(client):
     assert created == sorted(created, reverse=True)
     assert [row["detail"]["query"] for row in recalls] == ["permit renewal", "parking permit"]
     assert latest_two == {"audits": everything[:2], "truncated": False}
-    assert nothing == []
+    assert unknown.is_error
+    assert "kind: must be one of recall, delete, delete_session, usage_reset; got 'no-such-kind'" in (
+        unknown.content[0].text
+    )
 
 
 @pytest.mark.parametrize("limit", [0, -3, 101])

@@ -1,0 +1,57 @@
+"""The command line: options before or after the command, one-line configuration errors."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from mcp_memory import __version__
+from mcp_memory.cli import main
+
+
+def test_version_is_printed(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"mcp-memory {__version__}"
+
+
+@pytest.mark.parametrize("argv", [["--config", "/nonexistent.toml", "serve"], ["serve", "--config", "/nonexistent.toml"]])
+def test_config_may_come_before_or_after_the_command(argv, capsys):
+    assert main(argv) == 2
+    assert "config file not found: /nonexistent.toml" in capsys.readouterr().err
+
+
+def test_a_bad_setting_is_one_line_naming_the_key(monkeypatch, capsys):
+    monkeypatch.setenv("MCP_MEMORY_LIMITS__MAX_CONTENT_CHARS", "abc")
+    assert main(["doctor"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mcp-memory: invalid settings: limits.max_content_chars:")
+    assert "Traceback" not in err
+
+
+def test_a_misspelt_key_in_the_config_file_is_rejected(tmp_path, capsys):
+    config = tmp_path / "config.toml"
+    config.write_text("[limits]\nmax_content_char = 5\n")
+    assert main(["--config", str(config), "doctor"]) == 2
+    assert "limits.max_content_char: Extra inputs are not permitted" in capsys.readouterr().err
+
+
+def test_an_http_server_whose_port_is_taken_exits_non_zero(tmp_path, pg_url):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "mcp_memory", "serve", "--transport", "http", "--port", str(port)],
+            env={"MCP_MEMORY_DATABASE_URL": pg_url, "MCP_MEMORY_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert result.returncode == 2
+    assert f"could not listen on 127.0.0.1:{port}" in result.stderr
+    assert result.stdout == ""
