@@ -10,7 +10,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -141,16 +140,13 @@ def test_summary_averages_per_category_overall_and_without_adversarial() -> None
     assert (summary["1-4"].n, summary["1-4"].recall[1]) == (2, 0.5)
 
 
-def test_bm25_ranks_the_keyword_match_first_and_maps_groups() -> None:
+@pytest.mark.anyio
+async def test_bm25_ranks_the_keyword_match_first_and_maps_groups() -> None:
     conversation = parse_conversation(_sample(), EvidenceStats())
     retriever = Bm25Retriever()
-
-    async def ask(question: str) -> list[tuple[str, ...]]:
-        await retriever.prepare(conversation)
-        return await retriever.rank(conversation, question, 10)
-
-    assert anyio.run(ask, "Who is learning the violin?")[0] == ("D2:1",)
-    assert len(anyio.run(ask, "puppy")) == 4
+    await retriever.prepare(conversation)
+    assert (await retriever.rank(conversation, "Who is learning the violin?", 10))[0] == ("D2:1",)
+    assert len(await retriever.rank(conversation, "puppy", 10)) == 4
 
 
 def test_locomo10_parses_and_matches_the_protocol_counts() -> None:
