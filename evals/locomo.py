@@ -5,6 +5,11 @@ turn texts, is asked every question with the raw question as the query, and is s
 LoCoMo's evidence recall@k, hit@k and MRR (see ``evals.metrics``). Figures are printed as a table
 and written as JSON plus a markdown twin. Logs go to stderr; the table to stdout.
 
+In process, mcp-memory is evaluated under each retrieval mode of ``--modes`` (default: all of
+``evals.mcp_retriever.MODES``): the conversations are ingested once, by the first mode's server, and
+every question is then asked of one server per mode, each built with its own ``RecallSettings``
+over the same database, one after the other. ``--folds N`` adds recall@10 per fold of conversations.
+
 Data: ``locomo10.json`` from ``--data``, else ``$MCP_MEMORY_LOCOMO_PATH``, else
 ``../shared/data/locomo10.json`` beside the repository root.
 """
@@ -15,19 +20,20 @@ import argparse
 import hashlib
 import logging
 import os
+import shlex
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 
 from evals.locomo_data import CATEGORY_NAMES, Conversation, EvidenceStats, load_locomo
-from evals.metrics import QuestionScore, score_question, summarize
-from evals.report import RetrieverResult, print_table, write_reports
+from evals.metrics import GroupSummary, QuestionScore, score_question, summarize
+from evals.report import RetrieverResult, print_table, stage_deltas, summary_markdown, write_reports
 from evals.retrievers import Bm25Retriever, Retriever
 
 logger = logging.getLogger("evals.locomo")
@@ -57,6 +63,70 @@ def parse_ks(text: str) -> tuple[int, ...]:
     return tuple(ks)
 
 
+def parse_modes(text: str) -> tuple[str, ...]:
+    """Parse ``"all"`` or ``"vector,hybrid"`` into mode names, in ``MODES`` (stage) order, each once.
+
+    Raises:
+        argparse.ArgumentTypeError: a name is not a mode.
+    """
+    from evals.mcp_retriever import MODES
+
+    names = {item.strip() for item in text.split(",") if item.strip()}
+    if "all" in names:
+        return tuple(MODES)
+    unknown = sorted(names - set(MODES))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"--modes {text!r}: unknown {', '.join(unknown) or '(empty)'}; choose from all, {', '.join(MODES)}"
+        )
+    return tuple(name for name in MODES if name in names)
+
+
+def parse_folds(text: str) -> int:
+    """Parse ``--folds``: 0 (none) or 2 or more.
+
+    Raises:
+        argparse.ArgumentTypeError: not an integer, negative, or 1.
+    """
+    try:
+        folds = int(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"--folds {text!r}: expected an integer") from error
+    if folds < 0 or folds == 1:
+        raise argparse.ArgumentTypeError(f"--folds {text!r}: use 0 (no folds) or 2 or more")
+    return folds
+
+
+def fold_split(sample_ids: Sequence[str], folds: int) -> list[tuple[str, ...]]:
+    """Split conversations into folds by alternating order: fold i holds the ids at i, i + folds, ...
+
+    Args:
+        sample_ids: the conversations in data order.
+        folds: number of folds, 2 or more; 0 means no split.
+
+    Returns:
+        One tuple of sample ids per fold (empty list for 0).
+
+    Raises:
+        ValueError: fewer conversations than folds, or folds is 1 or negative.
+    """
+    if folds == 0:
+        return []
+    if folds < 2:
+        raise ValueError(f"folds={folds}: use 0 (no folds) or 2 or more")
+    if len(sample_ids) < folds:
+        raise ValueError(f"{len(sample_ids)} conversations cannot make {folds} folds")
+    return [tuple(sample_ids[index::folds]) for index in range(folds)]
+
+
+def fold_summaries(
+    scores: Sequence[tuple[str, QuestionScore]], folds: Sequence[Sequence[str]], ks: Sequence[int]
+) -> list[dict[str, GroupSummary]]:
+    """Summaries (per category, all, 1-4) over each fold's questions, folds in the given order."""
+    members = [set(fold) for fold in folds]
+    return [summarize([score for sample_id, score in scores if sample_id in member], ks) for member in members]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
     parser = argparse.ArgumentParser(prog="python -m evals.locomo", description=__doc__.splitlines()[0])
@@ -69,6 +139,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/locomo-eval"), help="embedded PostgreSQL dir")
     parser.add_argument("--database-url", default=None, help="external PostgreSQL instead of --data-dir")
     parser.add_argument("--only-baselines", action="store_true", help="skip mcp-memory; run BM25 only")
+    parser.add_argument(
+        "--modes",
+        type=parse_modes,
+        default=None,
+        help="retrieval modes to evaluate in process, comma-separated, default all "
+        "(vector, keyword, hybrid-rrf60, hybrid, hybrid+supplement, default)",
+    )
+    parser.add_argument(
+        "--folds", type=parse_folds, default=0, help="also report R@10 per fold (conversations alternated); e.g. 2"
+    )
     parser.add_argument("--concurrency", type=int, default=16, help="store_memory calls in flight during ingest")
     parser.add_argument(
         "--bm25-stopwords", choices=("en", "en_plus"), default="en_plus", help="bm25s list; en_plus scores higher"
@@ -112,7 +192,7 @@ async def evaluate(
         await retriever.prepare(conversation)
     prepare_s = time.perf_counter() - started
     logger.info("%s: prepared %d conversations in %.1f s", retriever.name, len(conversations), prepare_s)
-    scores: list[QuestionScore] = []
+    scores: list[tuple[str, QuestionScore]] = []
     latencies_ms: list[float] = []
     rows: list[dict[str, object]] = []
     started = time.perf_counter()
@@ -127,7 +207,9 @@ async def evaluate(
                      "evidence": list(question.evidence), "ranked": [list(group) for group in ranked]}
                 )
             if question.evidence:
-                scores.append(score_question(question.category, question.evidence, ranked, ks))
+                scores.append(
+                    (question.sample_id, score_question(question.category, question.evidence, ranked, ks))
+                )
     questions_s = time.perf_counter() - started
     logger.info("%s: %d questions in %.1f s", retriever.name, len(latencies_ms), questions_s)
     latencies_ms.sort()
@@ -137,7 +219,29 @@ async def evaluate(
         "latency_ms_p50": statistics.median(latencies_ms) if latencies_ms else 0.0,
         "latency_ms_p95": latencies_ms[int(0.95 * (len(latencies_ms) - 1))] if latencies_ms else 0.0,
     }
-    return RetrieverResult(retriever.name, summarize(scores, ks), retriever.describe(), timing, per_question=rows)
+    return RetrieverResult(
+        retriever.name,
+        summarize([score for _, score in scores], ks),
+        retriever.describe(),
+        timing,
+        per_question=rows,
+        scores=scores,
+    )
+
+
+def git_state() -> dict[str, object]:
+    """The repository's HEAD commit and whether ``mcp_memory/`` has uncommitted changes ({} without git)."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--", "mcp_memory"], cwd=REPO_ROOT, capture_output=True, text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    return {"commit": commit, "mcp_memory_uncommitted": bool(status.strip())}
 
 
 def run_header(
@@ -149,7 +253,7 @@ def run_header(
     return {
         "benchmark": "LoCoMo (Maharana et al., ACL 2024), evidence retrieval, turn level",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": " ".join(sys.argv),
+        "command": shlex.join(["python", "-m", "evals.locomo", *sys.argv[1:]]),
         "data": {
             "path": str(data_path),
             "sha256": hashlib.sha256(data_path.read_bytes()).hexdigest(),
@@ -172,7 +276,13 @@ def run_header(
             "repaired": [{"sample_id": s, "raw": raw, "repaired": fixed} for s, raw, fixed in stats.repaired],
             "dropped": [{"sample_id": s, "raw": raw} for s, raw in stats.dropped],
         },
-        "settings": {"ks": list(args.k), "top_k": max(args.k), "query": "raw question", "transport": args.transport},
+        "settings": {
+            "ks": list(args.k),
+            "top_k": max(args.k),
+            "query": "raw question",
+            "transport": args.transport,
+            "folds": args.folds,
+        },
         "notes": [
             f"Means leave out the {len(no_evidence)} questions without evidence; n per group is in the table.",
             "k counts retrieved results; a result that stands for several identical turns counts once.",
@@ -184,6 +294,9 @@ def run_header(
 
 async def run(args: argparse.Namespace) -> int:
     """Load the data, evaluate the retrievers, print and write the reports; returns the exit code."""
+    if args.transport == "http" and args.modes is not None:
+        logger.error("--modes needs --transport inprocess: a client cannot change a running server's recall settings")
+        return 2
     data_path: Path = args.data or default_data_path()
     if not data_path.is_file():
         logger.error("LoCoMo file not found at %s; pass --data or set MCP_MEMORY_LOCOMO_PATH", data_path)
@@ -196,27 +309,125 @@ async def run(args: argparse.Namespace) -> int:
         sum(len(c.questions) for c in conversations), data_path,
     )
     log_evidence_cleanup(stats)
+    folds = fold_split([conversation.sample_id for conversation in conversations], args.folds)
+    git = git_state()  # at the start: the code imported by the first server is what runs every mode
+    run_started = time.perf_counter()
     results: list[RetrieverResult] = []
-    async with AsyncExitStack() as stack:
-        if not args.only_baselines:
-            from evals.mcp_retriever import McpMemoryRetriever, open_client
-
-            client, server = await stack.enter_async_context(
-                open_client(args.transport, args.url, args.data_dir, args.database_url)
-            )
-            mcp_retriever = McpMemoryRetriever(client, server, args.concurrency)
-            result = await evaluate(mcp_retriever, conversations, args.k, args.per_question)
-            result.extra = {
-                key: value for key, value in vars(mcp_retriever.stats).items() if key != "recall_latency_ms"
-            }
-            results.append(result)
+    modes: list[str] = []
+    if not args.only_baselines:
+        if args.transport == "http":
+            results.append(await evaluate_http(args, conversations))
+        else:
+            modes = list(args.modes or parse_modes("all"))
+            results += await evaluate_modes(args, conversations, modes)
     results.append(await evaluate(Bm25Retriever(args.bm25_stopwords), conversations, args.k, args.per_question))
+    run_s = time.perf_counter() - run_started
+    for result in results:
+        result.folds = fold_summaries(result.scores, folds, args.k)
     print_table(results, args.k)
+    mode_results = [result for result in results if result.name in modes]
+    deltas = stage_deltas(mode_results, 10 if 10 in args.k else args.k[0], stage_steps(mode_results))
+    if len(results) > 1:
+        print(summary_markdown(results, args.k, deltas, folds, 10 if 10 in args.k else args.k[0]))
+    header = run_header(args, data_path, conversations, stats)
+    header["run_s"] = run_s
+    header["git"] = git
+    if mode_results:
+        from evals.mcp_retriever import MODES
+
+        header["source_sha256"] = mode_results[0].settings.get("source_sha256")
+        fingerprints = {result.settings.get("source_sha256") for result in mode_results}
+        if len(fingerprints) > 1:  # someone edited mcp_memory/ during the run; the code loaded at start ran
+            logger.warning("mcp_memory sources changed during the run: %s", sorted(map(str, fingerprints)))
+            header["notes"] = [
+                *header["notes"],  # type: ignore[misc]
+                "mcp_memory/ sources changed on disk during the run (the modes record different source_sha256); "
+                "the code imported at the first mode served every mode.",
+            ]
+        header["modes"] = [
+            {"name": name, "description": MODES[name].description, "overrides": dict(MODES[name].overrides),
+             "step": MODES[name].step}
+            for name in modes
+        ]
+        header["notes"] = [
+            *header["notes"],  # type: ignore[misc]
+            f"The conversations were ingested once, by the {modes[0]!r} server; every mode is a server with its "
+            "own RecallSettings over the same database, asked every question in turn.",
+        ]
+    if folds:
+        header["folds"] = [list(fold) for fold in folds]
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     report_path: Path = args.report or REPO_ROOT / "evals" / "reports" / f"locomo-{stamp}.json"
-    markdown_path = write_reports(report_path, run_header(args, data_path, conversations, stats), results, args.k)
-    logger.info("wrote %s and %s", report_path, markdown_path)
+    markdown_path = write_reports(report_path, header, results, args.k, deltas, folds)
+    logger.info("whole run %.1f s; wrote %s and %s", run_s, report_path, markdown_path)
     return 0
+
+
+def stage_steps(results: Sequence[RetrieverResult]) -> dict[str, str]:
+    """Mode name -> what it adds to the mode evaluated before it.
+
+    The step text of ``MODES`` when the two are neighbours there; otherwise the recall settings
+    that differ between the two servers (``key a -> b``), read from their recorded settings.
+    """
+    from evals.mcp_retriever import MODES, settings_changes
+
+    order = list(MODES)
+    steps: dict[str, str] = {}
+    for before, after in zip(results, results[1:], strict=False):
+        if before.name in MODES and after.name in MODES and order.index(after.name) == order.index(before.name) + 1:
+            steps[after.name] = MODES[after.name].step
+        else:
+            changes = settings_changes(_recall_settings(before), _recall_settings(after))
+            steps[after.name] = "; ".join(changes) or "no recall change"
+    return steps
+
+
+def _recall_settings(result: RetrieverResult) -> dict[str, object]:
+    """The ``recall`` group of the server settings a result recorded ({} when absent)."""
+    settings = result.settings.get("settings")
+    recall = settings.get("recall") if isinstance(settings, dict) else None
+    return recall if isinstance(recall, dict) else {}
+
+
+async def evaluate_http(args: argparse.Namespace, conversations: Sequence[Conversation]) -> RetrieverResult:
+    """mcp-memory over streamable HTTP, with the server's own settings (no modes)."""
+    from evals.mcp_retriever import McpMemoryRetriever, open_client
+
+    async with open_client("http", args.url, None, None) as (client, server):
+        retriever = McpMemoryRetriever(client, server, args.concurrency)
+        start_s = await retriever.wait_ready()
+        result = await evaluate(retriever, conversations, args.k, args.per_question)
+    result.timing["start_s"] = start_s
+    result.extra = {key: value for key, value in vars(retriever.stats).items() if key != "recall_latency_ms"}
+    return result
+
+
+async def evaluate_modes(
+    args: argparse.Namespace, conversations: Sequence[Conversation], modes: Sequence[str]
+) -> list[RetrieverResult]:
+    """Ingest once and ask every question under each mode, one in-process server per mode in turn.
+
+    Each server starts its own resources (the embedded PostgreSQL is joined, not restarted) and
+    closes its pool before the next one starts.
+    """
+    from evals.mcp_retriever import MODES, McpMemoryRetriever, open_client
+
+    results: list[RetrieverResult] = []
+    ingested: dict[str, dict[str, list[str]]] | None = None
+    for name in modes:
+        mode = MODES[name]
+        logger.info("mode %s: %s", name, mode.description)
+        async with open_client("inprocess", None, args.data_dir, args.database_url, mode) as (client, server):
+            retriever = McpMemoryRetriever(client, server, args.concurrency, name=name, ingested=ingested)
+            start_s = await retriever.wait_ready()
+            logger.info("mode %s: server ready in %.1f s", name, start_s)
+            result = await evaluate(retriever, conversations, args.k, args.per_question)
+        result.timing["start_s"] = start_s
+        result.extra = {key: value for key, value in vars(retriever.stats).items() if key != "recall_latency_ms"}
+        if ingested is None:
+            ingested = retriever.ingested
+        results.append(result)
+    return results
 
 
 def main(argv: Sequence[str] | None = None) -> int:

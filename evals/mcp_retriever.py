@@ -6,8 +6,13 @@ each question is asked with ``recall_memory`` using the raw question. Identical 
 session is stored once by the server, so the retriever keeps memory_id -> every dia_id with that
 content and a recalled memory stands for all of them.
 
+Retrieval modes (``MODES``) are servers built with different ``RecallSettings`` over one database:
+the conversations are ingested once, by the first mode's server, and every later mode's retriever
+reuses that memory_id -> dia_ids map (``McpMemoryRetriever(..., ingested=...)``) and only asks.
+
 Failure policy: a tool call that returns ``is_error`` raises ``McpToolError`` (except the delete
-of an already-empty session, which is ignored); nothing is retried.
+of an already-empty session, which is ignored); nothing is retried. A mode naming a field that
+``RecallSettings`` does not have raises ``ValueError`` before any server is built.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import hashlib
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +36,94 @@ logger = logging.getLogger(__name__)
 
 _SECRET_KEY = re.compile(r"(?:^|_)(?:key|secret|password|token)$", re.IGNORECASE)
 _URL_PASSWORD = re.compile(r"(//[^:/@]+:)[^@]*@")
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One retrieval mode: recall settings overridden on top of the server's own.
+
+    Attributes:
+        name: short name used in tables, e.g. ``hybrid``.
+        overrides: ``RecallSettings`` field -> value.
+        description: what the mode retrieves with, for the report.
+        step: what it adds to the mode before it in ``MODES`` (for the per-stage table).
+    """
+
+    name: str
+    overrides: Mapping[str, float | int]
+    description: str
+    step: str
+
+
+_NO_SUPPLEMENT = {"recent_weight": 0, "window_weight": 0, "neighbor_weight": 0}
+
+MODES: dict[str, Mode] = {
+    mode.name: mode
+    for mode in (
+        Mode(
+            "vector",
+            {"keyword_weight": 0, "trigram_weight": 0, "bigram_weight": 0, **_NO_SUPPLEMENT},
+            "vector list only (MiniLM cosine, HNSW)",
+            "baseline of the stages",
+        ),
+        Mode(
+            "keyword",
+            {"vector_weight": 0, **_NO_SUPPLEMENT},
+            "keyword lists only: BM25 (weight 2) + identifier trigrams + CJK bigrams, RRF k=3",
+            "keyword lists instead of the vector list",
+        ),
+        Mode(
+            "hybrid-rrf60",
+            {"neighbor_weight": 0, "recent_weight": 0, "rrf_k": 60, "keyword_weight": 1},
+            "vector + keyword lists, textbook RRF (k=60, keyword weight 1)",
+            "vector list fused with the keyword lists, textbook RRF",
+        ),
+        Mode(
+            "hybrid",
+            {"neighbor_weight": 0, "recent_weight": 0},
+            "vector + keyword lists, tuned RRF (k=3, keyword weight 2)",
+            "tuned RRF: k 60 -> 3, keyword weight 1 -> 2",
+        ),
+        Mode(
+            "hybrid+supplement",
+            {"neighbor_weight": 0},
+            "hybrid + the chronological supplement (recent list, weight 0.1; time window only with a planner)",
+            "recent list (weight 0.1)",
+        ),
+        Mode(
+            "default",
+            {},
+            "the product default: hybrid + supplement + neighbour spreading",
+            "neighbour spreading (weight 0.5, 2 turns each side, 30 anchors)",
+        ),
+    )
+}
+"""Retrieval modes in stage order: each adds one thing to the one before (``keyword`` swaps lists)."""
+
+
+def mode_recall_settings(mode: Mode, base: Any) -> Any:
+    """The ``RecallSettings`` of a mode: ``base`` (the server's own) with the mode's overrides.
+
+    Args:
+        mode: the mode.
+        base: a ``mcp_memory.settings.RecallSettings``.
+
+    Returns:
+        A validated ``RecallSettings``.
+
+    Raises:
+        ValueError: an override names no ``RecallSettings`` field, or its value is out of range.
+    """
+    fields = type(base).model_fields
+    unknown = sorted(set(mode.overrides) - set(fields))
+    if unknown:
+        raise ValueError(f"mode {mode.name!r}: RecallSettings has no field {', '.join(unknown)}")
+    return type(base).model_validate({**base.model_dump(), **mode.overrides})
+
+
+def settings_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """``"key a -> b"`` for every key whose value differs between two settings dumps, in ``after``'s order."""
+    return [f"{key} {before.get(key)} -> {value}" for key, value in after.items() if before.get(key) != value]
 
 
 class McpToolError(RuntimeError):
@@ -90,25 +183,36 @@ def source_fingerprint(package_dir: Path) -> str:
 
 @asynccontextmanager
 async def open_client(
-    transport: str, url: str | None, data_dir: Path | None, database_url: str | None
+    transport: str,
+    url: str | None,
+    data_dir: Path | None,
+    database_url: str | None,
+    mode: Mode | None = None,
 ) -> AsyncIterator[tuple[Client, dict[str, object]]]:
     """Connect to mcp-memory in process or over streamable HTTP.
+
+    In process, the server starts its own resources (embedded PostgreSQL joined if this process
+    already runs it, the model loaded) and closes its pool on exit; servers opened one after the
+    other over the same ``data_dir`` share one database.
 
     Args:
         transport: ``"inprocess"`` (build the server here) or ``"http"``.
         url: the server's MCP endpoint for ``"http"``, e.g. ``http://127.0.0.1:8020/mcp``.
         data_dir: embedded PostgreSQL directory for ``"inprocess"`` (ignored with ``database_url``).
         database_url: external PostgreSQL for ``"inprocess"``.
+        mode: recall overrides for ``"inprocess"`` on top of the ``MCP_MEMORY_*`` settings.
 
     Yields:
         The connected client and a description of the server side for the report.
 
     Raises:
-        ValueError: the transport is unknown, or ``"http"`` without a url.
+        ValueError: the transport is unknown, ``"http"`` without a url or with a mode, or a bad mode.
     """
     if transport == "http":
         if not url:
             raise ValueError("--transport http needs --url, e.g. http://127.0.0.1:8020/mcp")
+        if mode is not None:
+            raise ValueError("retrieval modes need the in-process server; over http the server's settings apply")
         async with Client(url) as client:
             yield client, {"transport": "http", "url": url}
         return
@@ -120,6 +224,8 @@ async def open_client(
 
     overrides: dict[str, Any] = {"database_url": database_url} if database_url else {"data_dir": data_dir}
     settings = Settings(**overrides)
+    if mode is not None:
+        settings = settings.model_copy(update={"recall": mode_recall_settings(mode, settings.recall)})
     if settings.llm.answer_model or settings.llm.plan_model:
         logger.warning("an LLM is configured (plan/answer model); recall then differs from plain retrieval")
     server = build_server(settings)
@@ -127,6 +233,11 @@ async def open_client(
         "transport": "inprocess",
         "source_sha256": source_fingerprint(Path(mcp_memory.__file__).parent),
         "settings": redact(settings.model_dump(mode="json")),
+        **(
+            {"mode": mode.name, "mode_description": mode.description, "recall_overrides": dict(mode.overrides)}
+            if mode is not None
+            else {}
+        ),
     }
     async with Client(server, mode="legacy") as client:
         yield client, described
@@ -140,20 +251,49 @@ def _error_text(result: Any) -> str:
 class McpMemoryRetriever:
     """The ``Retriever`` for mcp-memory over a connected MCP client."""
 
-    def __init__(self, client: Client, server: dict[str, object], concurrency: int = 16) -> None:
+    def __init__(
+        self,
+        client: Client,
+        server: dict[str, object],
+        concurrency: int = 16,
+        name: str = "mcp-memory",
+        ingested: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+    ) -> None:
         """Wrap a connected client.
 
         Args:
             client: connected to an mcp-memory server (see ``open_client``).
             server: description of the server side, copied into the report.
             concurrency: store_memory calls in flight at once during ingest.
+            name: display name (the mode's name when evaluating modes).
+            ingested: the ``ingested`` map of a retriever that already stored the conversations in
+                this database; ``prepare`` then stores nothing and only checks the session is there.
         """
-        self.name = "mcp-memory"
+        self.name = name
         self.stats = McpRunStats()
         self._client = client
         self._server = server
         self._concurrency = concurrency
-        self._dia_ids: dict[str, dict[str, list[str]]] = {}  # session -> memory_id -> dia_ids
+        self._reuse = ingested is not None
+        # session -> memory_id -> dia_ids
+        self._dia_ids: dict[str, dict[str, list[str]]] = {
+            session: {memory_id: list(ids) for memory_id, ids in memories.items()}
+            for session, memories in (ingested or {}).items()
+        }
+
+    @property
+    def ingested(self) -> dict[str, dict[str, list[str]]]:
+        """session -> memory_id -> dia_ids of what this retriever stored (or was handed)."""
+        return self._dia_ids
+
+    async def wait_ready(self) -> float:
+        """Wait until the server has started (database, migrations, model); returns the seconds waited.
+
+        Calls the read-only ``list_audits`` so start-up is not charged to the first question.
+        """
+        started = time.perf_counter()
+        await self._call("list_audits", {"session": "locomo-warmup", "limit": 1})
+        return time.perf_counter() - started
 
     async def _call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Call a tool and return its structured result.
@@ -191,8 +331,18 @@ class McpMemoryRetriever:
         self._dia_ids[session].setdefault(str(stored["memory_id"]), []).append(turn.dia_id)
 
     async def prepare(self, conversation: Conversation) -> None:
-        """Empty the conversation's session, then store all of its turns concurrently."""
+        """Empty the conversation's session, then store all of its turns concurrently.
+
+        With ``ingested`` given at construction, store nothing: the session must already be there.
+
+        Raises:
+            ValueError: reusing an ingest that does not hold this conversation.
+        """
         session = f"locomo-{conversation.sample_id}"
+        if self._reuse:
+            if session not in self._dia_ids:
+                raise ValueError(f"{session} was not ingested by the first mode; cannot reuse the ingest")
+            return
         started = time.perf_counter()
         try:
             await self._call("delete_memory", {"session": session, "all": True, "confirm": session})
@@ -235,5 +385,6 @@ class McpMemoryRetriever:
         return ranked
 
     def describe(self) -> dict[str, object]:
-        """The server side, ingest concurrency and the query policy."""
-        return {**self._server, "ingest_concurrency": self._concurrency, "query": "raw question"}
+        """The server side, ingest concurrency (or reuse) and the query policy."""
+        ingest = "reused from the first mode" if self._reuse else f"store_memory, {self._concurrency} in flight"
+        return {**self._server, "ingest": ingest, "query": "raw question"}

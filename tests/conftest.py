@@ -7,7 +7,9 @@ Nothing in mcp_memory is mocked; the LLM is faked only as an HTTP server (fake_o
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -29,8 +31,17 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="session")
-def work_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("mcp-memory")
+def work_dir() -> Iterator[Path]:
+    """A scratch folder for the run's database and model cache.
+
+    Not under pytest's basetemp: embedded PostgreSQL runs as another user when tests run as
+    root, and every pytest session that starts resets basetemp's parent to mode 0700, which
+    locked a concurrently running session out of its own database.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="mcp-memory-tests-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

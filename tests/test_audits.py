@@ -13,21 +13,11 @@ import anyio
 import pytest
 from mcp import Client
 
+from tools import call as _call, store as _store
+
 pytestmark = pytest.mark.anyio
 
 MAX_RESPONSE_CHARS = 80_000
-
-
-async def _store(client: Client, session: str, content: str) -> str:
-    result = await client.call_tool("store_memory", {"session": session, "content": content})
-    assert not result.is_error, result.content[0].text
-    return result.structured_content["memory_id"]
-
-
-async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
 
 
 async def test_a_recall_audit_records_query_candidates_selection_and_timings(client):

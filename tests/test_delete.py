@@ -14,19 +14,9 @@ import asyncpg
 import pytest
 from mcp import Client
 
+from tools import call as _call, store as _store
+
 pytestmark = pytest.mark.anyio
-
-
-async def _store(client: Client, session: str, content: str) -> str:
-    result = await client.call_tool("store_memory", {"session": session, "content": content})
-    assert not result.is_error, result.content[0].text
-    return result.structured_content["memory_id"]
-
-
-async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content[0].text
-    return result.structured_content
 
 
 async def _recalled_ids(client: Client, session: str, query: str) -> list[str]:

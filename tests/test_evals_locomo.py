@@ -159,3 +159,171 @@ def test_locomo10_parses_and_matches_the_protocol_counts() -> None:
     assert [sum(1 for q in questions if q.category == c) for c in range(1, 6)] == [282, 321, 96, 841, 446]
     assert len(stats.no_evidence) == 4
     assert sorted(raw for _, raw in stats.dropped) == ["D", "D10:19", "D4:36"]
+
+
+# --- retrieval modes, stage deltas and folds -------------------------------------------------------
+
+
+def _result(name: str, recall_at_10: dict[str, float], recall: dict[str, object] | None = None) -> Any:
+    """A RetrieverResult with the given recall@10 per summary key (other figures zero)."""
+    from evals.metrics import GroupSummary
+    from evals.report import RetrieverResult
+
+    summary = {key: GroupSummary(1, {10: value}, {10: 0.0}, 0.0) for key, value in recall_at_10.items()}
+    return RetrieverResult(name, summary, {"settings": {"recall": recall or {}}}, {})
+
+
+def test_every_mode_names_real_recall_settings_and_validates() -> None:
+    from evals.mcp_retriever import MODES, mode_recall_settings
+    from mcp_memory.settings import RecallSettings
+
+    assert list(MODES) == ["vector", "keyword", "hybrid-rrf60", "hybrid", "hybrid+supplement", "default"]
+    base = RecallSettings()
+    for mode in MODES.values():
+        assert set(mode.overrides) <= set(RecallSettings.model_fields), mode.name
+        settings = mode_recall_settings(mode, base)
+        for key, value in mode.overrides.items():
+            assert getattr(settings, key) == value
+    assert mode_recall_settings(MODES["default"], base) == base
+
+
+def test_modes_switch_the_lists_the_issue_describes() -> None:
+    from evals.mcp_retriever import MODES, mode_recall_settings
+    from mcp_memory.settings import RecallSettings
+
+    base = RecallSettings()
+
+    def of(name: str) -> RecallSettings:
+        return mode_recall_settings(MODES[name], base)
+
+    vector = of("vector")
+    assert vector.vector_weight > 0
+    assert (vector.keyword_weight, vector.trigram_weight, vector.bigram_weight) == (0, 0, 0)
+    keyword = of("keyword")
+    assert keyword.vector_weight == 0 and keyword.keyword_weight == base.keyword_weight
+    assert (keyword.trigram_weight, keyword.bigram_weight) == (base.trigram_weight, base.bigram_weight)
+    assert (of("hybrid-rrf60").rrf_k, of("hybrid-rrf60").keyword_weight) == (60, 1)
+    assert (of("hybrid").rrf_k, of("hybrid").keyword_weight) == (base.rrf_k, base.keyword_weight)
+    for name in ("vector", "keyword", "hybrid-rrf60", "hybrid", "hybrid+supplement"):
+        assert of(name).neighbor_weight == 0, name
+    for name in ("vector", "keyword", "hybrid-rrf60", "hybrid"):
+        assert of(name).recent_weight == 0, name
+    assert of("hybrid+supplement").recent_weight == base.recent_weight
+
+
+def test_mode_with_an_unknown_field_is_refused() -> None:
+    from evals.mcp_retriever import Mode, mode_recall_settings
+    from mcp_memory.settings import RecallSettings
+
+    with pytest.raises(ValueError, match="no field neighbour_weight"):
+        mode_recall_settings(Mode("bad", {"neighbour_weight": 0}, "", ""), RecallSettings())
+
+
+def test_modes_parse_in_stage_order() -> None:
+    import argparse
+
+    from evals.locomo import parse_folds, parse_modes
+
+    assert parse_modes("all")[0] == "vector" and parse_modes("all")[-1] == "default"
+    assert parse_modes("default, vector,hybrid") == ("vector", "hybrid", "default")
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown bm25"):
+        parse_modes("bm25")
+    assert (parse_folds("0"), parse_folds("2")) == (0, 2)
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_folds("1")
+
+
+def test_stage_deltas_subtract_consecutive_modes() -> None:
+    from evals.report import deltas_table, stage_deltas
+
+    results = [
+        _result("vector", {"1": 0.2, "all": 0.4, "1-4": 0.3}),
+        _result("keyword", {"1": 0.3, "all": 0.6, "1-4": 0.5}),
+        _result("hybrid", {"1": 0.35, "all": 0.7, "1-4": 0.5}),
+    ]
+    deltas = stage_deltas(results, 10, {"keyword": "keyword lists"})
+    assert [(d.before, d.after, d.step) for d in deltas] == [
+        ("vector", "keyword", "keyword lists"),
+        ("keyword", "hybrid", "keyword -> hybrid"),
+    ]
+    assert deltas[0].delta == pytest.approx({"1": 0.1, "all": 0.2, "1-4": 0.2})
+    assert deltas[1].delta == pytest.approx({"1": 0.05, "all": 0.1, "1-4": 0.0})
+    assert stage_deltas(results[:1]) == []
+    table = deltas_table(deltas)
+    assert "| vector | keyword | keyword lists | +20.0 | +20.0 | +10.0 |" in table
+    assert "+0.0" in table
+
+
+def test_stage_steps_name_neighbours_or_the_changed_settings() -> None:
+    from evals.locomo import stage_steps
+    from evals.mcp_retriever import MODES
+
+    results = [
+        _result("vector", {}, {"rrf_k": 3, "keyword_weight": 0.0}),
+        _result("keyword", {}, {"rrf_k": 3, "keyword_weight": 2.0}),
+        _result("default", {}, {"rrf_k": 3, "keyword_weight": 2.0, "neighbor_weight": 0.5}),
+    ]
+    results[2].settings["settings"]["recall"]["vector_weight"] = 1.0  # type: ignore[index]
+    steps = stage_steps(results)
+    assert steps["keyword"] == MODES["keyword"].step
+    assert steps["default"] == "neighbor_weight None -> 0.5; vector_weight None -> 1.0"
+
+
+def test_settings_changes_lists_only_differences() -> None:
+    from evals.mcp_retriever import settings_changes
+
+    assert settings_changes({"a": 1, "b": 2}, {"a": 1, "b": 3, "c": 0}) == ["b 2 -> 3", "c None -> 0"]
+
+
+def test_folds_alternate_conversations() -> None:
+    from evals.locomo import fold_split
+
+    ids = [f"conv-{n}" for n in range(10)]
+    assert fold_split(ids, 2) == [tuple(ids[0::2]), tuple(ids[1::2])]
+    assert fold_split(ids, 3)[2] == ("conv-2", "conv-5", "conv-8")
+    assert fold_split(ids, 0) == []
+    with pytest.raises(ValueError, match="cannot make 3 folds"):
+        fold_split(ids[:2], 3)
+
+
+def test_fold_summaries_average_each_folds_questions() -> None:
+    from evals.locomo import fold_summaries
+
+    scores = [
+        ("a", score_question(1, ["X"], [("X",)], (10,))),
+        ("b", score_question(1, ["X"], [("Y",)], (10,))),
+        ("a", score_question(5, ["X"], [("Y",)], (10,))),
+    ]
+    first, second = fold_summaries(scores, [("a",), ("b",)], (10,))
+    assert (first["all"].n, first["all"].recall[10], first["1-4"].recall[10]) == (2, 0.5, 1.0)
+    assert (second["all"].n, second["all"].recall[10]) == (1, 0.0)
+
+
+def test_reports_put_modes_side_by_side(tmp_path: Path) -> None:
+    import json
+
+    from evals.report import stage_deltas, write_reports
+
+    results = [_result("vector", {"1": 0.2, "all": 0.4}), _result("bm25", {"1": 0.3, "all": 0.5})]
+    for result in results:
+        result.folds = [result.summary, result.summary]
+    header = {"date": "d", "command": "python -m evals.locomo", "notes": ["n"],
+              "modes": [{"name": "vector", "description": "vectors", "overrides": {"keyword_weight": 0}}]}
+    markdown = write_reports(
+        tmp_path / "r.json", header, results, (10,), stage_deltas(results[:1]), [("a",), ("b",)]
+    ).read_text()
+    assert "| category | n | vector | bm25 |" in markdown
+    assert "| 1 multi-hop | 1 | 20.0 | 30.0 |" in markdown
+    assert "| vector | vectors | keyword_weight=0 |" in markdown
+    assert "- fold 2: b" in markdown
+    body = json.loads((tmp_path / "r.json").read_text())
+    assert body["retrievers"]["bm25"]["folds"][1]["conversations"] == ["b"]
+    assert "scores" not in body["retrievers"]["bm25"]
+
+
+@pytest.mark.anyio
+async def test_modes_are_refused_over_http_before_anything_runs() -> None:
+    from evals.locomo import build_parser, run
+
+    args = build_parser().parse_args(["--transport", "http", "--url", "http://127.0.0.1:9/mcp", "--modes", "vector"])
+    assert await run(args) == 2

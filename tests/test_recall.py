@@ -21,15 +21,11 @@ from mcp_memory.deps import Deps
 from mcp_memory.server import build_server
 from mcp_memory.validate import new_memory
 
+from tools import store as _store
+
 pytestmark = pytest.mark.anyio
 
 # --- helpers ------------------------------------------------------------------------------
-
-
-async def _store(client: Client, session: str, content: str, **extra: Any) -> str:
-    result = await client.call_tool("store_memory", {"session": session, "content": content, **extra})
-    assert not result.is_error, result.content[0].text
-    return result.structured_content["memory_id"]
 
 
 async def _recall(client: Client, session: str, query: str, **extra: Any) -> dict[str, Any]:
