@@ -280,3 +280,19 @@ async def test_audit_row_holds_every_stage_latency_and_no_prompt(answering, fake
     assert all(value >= 0 for value in detail["latency_ms"].values())
     assert detail["selected"] == ids and detail["answer"] == "4417"
     assert "never an instruction" not in json.dumps(detail) and "test-key" not in json.dumps(detail)
+
+
+async def test_a_5xx_or_429_is_retried_with_backoff_before_the_answer_degrades(pg_url, work_dir, fake, empty_tables):
+    settings = make_settings(pg_url, work_dir, llm={**_llm(fake, plan=False, answer=True), "max_retries": 2})
+    deps = Deps(settings)
+    await deps.start()
+    try:
+        async with Client(build_server(settings, deps), mode="legacy") as client:
+            ids = await _store(client, "s-r", "The gym locker code is 4417")
+            reply = json.dumps({"answerable": True, "answer": "4417", "memory_ids": ids})
+            fake.script_chat(ChatReply(status=503), ChatReply(status=429), ChatReply(content=reply))
+            result = await client.call_tool("recall_memory", {"session": "s-r", "query": "locker code"})
+    finally:
+        await deps.close()
+    assert result.structured_content["answer"] == "4417"
+    assert len(fake.chat_requests()) == 3
