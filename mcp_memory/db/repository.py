@@ -158,36 +158,28 @@ class Repository:
         in the query is plain text. Okapi BM25 (Robertson and Zaragoza, "The Probabilistic
         Relevance Framework: BM25 and Beyond", 2009) with k1 = 1.2, b = 0.75 and Lucene's
         idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``; N, df and the average length are the
-        session's own (df is counted among the matching memories, which hold every memory with
-        the word), and a memory's length is its count of distinct lexemes. In a session of 20 or
-        more memories a word found in more than half of them is ignored (Robertson's idf is <= 0
-        there): a user's name in every memory would otherwise rank all of them by length alone. N and the total
-        length come from ``memory_stats`` (kept exact by triggers, migration 002) instead of a
-        scan of the whole session. The terms are summed in memory_id-sorted order (the subquery's
-        ORDER BY keeps a GroupAggregate), the order the plan over a session scan used, so scores
-        are bit-identical and exact ties keep their order.
+        session's own, and a memory's length is its count of distinct lexemes. In a session of
+        20 or more memories a word found in more than half of them is ignored (Robertson's idf
+        is <= 0 there): a user's name in every memory would otherwise rank all of them by length
+        alone. Postings (tf, length) come from ``memory_terms`` (migration 003) and N and the
+        total length from ``memory_stats`` (migration 002), both kept by triggers. Terms are
+        summed in (memory_id, lexeme) order so equal inputs give bit-identical scores.
         """
         sql = """
-            WITH q AS (SELECT array_agg(DISTINCT lexeme) AS lexemes FROM unnest(to_tsvector('english', $2))),
-            qt AS (SELECT q.lexemes,
-                          array_to_string(array(SELECT quote_literal(l) FROM unnest(q.lexemes) l), ' | ')::tsquery AS tsq
-                   FROM q WHERE q.lexemes IS NOT NULL),
-            docs AS MATERIALIZED (
-                SELECT m.memory_id, m.search_text FROM memories m, qt WHERE m.session = $1 AND m.search_text @@ qt.tsq),
+            WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $2))),
+            postings AS MATERIALIZED (
+                SELECT t.lexeme, t.memory_id, t.tf::float8 AS tf, t.dl::float8 AS dl
+                FROM memory_terms t JOIN q USING (lexeme) WHERE t.session = $1),
+            df AS (SELECT lexeme, count(*)::float8 AS df FROM postings GROUP BY lexeme),
             stats AS (SELECT coalesce(sum(n), 0)::float8 AS n,
                              greatest(sum(total_length)::numeric / nullif(sum(n), 0), 1)::float8 AS avgdl
-                      FROM memory_stats WHERE session = $1),
-            tf AS (
-                SELECT d.memory_id, u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS tf,
-                       length(d.search_text)::float8 AS dl
-                FROM docs d CROSS JOIN LATERAL unnest(d.search_text) u, qt WHERE u.lexeme = ANY(qt.lexemes)),
-            df AS (SELECT lexeme, count(*)::float8 AS df FROM tf GROUP BY lexeme)
+                      FROM memory_stats WHERE session = $1)
             SELECT memory_id, sum(term) AS score
-            FROM (SELECT tf.memory_id, ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
-                         * tf.tf * 2.2 / (tf.tf + 1.2 * (0.25 + 0.75 * tf.dl / stats.avgdl)) AS term
-                  FROM tf JOIN df USING (lexeme) CROSS JOIN stats
+            FROM (SELECT p.memory_id, ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
+                         * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / stats.avgdl)) AS term
+                  FROM postings p JOIN df USING (lexeme) CROSS JOIN stats
                   WHERE stats.n < 20 OR df.df <= stats.n / 2
-                  ORDER BY tf.memory_id) terms
+                  ORDER BY p.memory_id, p.lexeme) terms
             GROUP BY memory_id ORDER BY score DESC, memory_id LIMIT $3
         """
         rows = await self._run(lambda c: c.fetch(sql, session, query, limit))
