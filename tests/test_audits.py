@@ -7,11 +7,9 @@ audit trail (/work/shared/cases/field-bugs.md).
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
 
 from tools import call as _call, store as _store
 

@@ -1,4 +1,5 @@
-"""The repository: every SQL statement of mcp-memory, each scoped by session.
+"""The repository: all SQL of mcp-memory lives here and in ``retrieval.py`` (recall's search
+queries, mixed into ``Repository``), each statement scoped by session.
 
 Every method takes the session as its first argument and every statement filters on it, so
 nothing crosses sessions. Values always travel as bind parameters, never as SQL text.
@@ -11,13 +12,14 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, TypeVar
 
 import asyncpg
 import numpy as np
 
 from mcp_memory.errors import DatabaseUnavailable
+from mcp_memory.db.retrieval import RetrievalQueries
 from mcp_memory.models import Candidate, NewMemory
 
 __all__ = ["Repository", "StoredRow"]
@@ -55,7 +57,7 @@ def _candidate(row: asyncpg.Record) -> Candidate:
     )
 
 
-class Repository:
+class Repository(RetrievalQueries):
     """All reads and writes of memories, chunks, audits and usage."""
 
     def __init__(self, pool: asyncpg.Pool, model: str) -> None:
@@ -114,146 +116,6 @@ class Repository:
 
         return await self._run(work)
 
-    async def vector_search(
-        self, session: str, vectors: list[np.ndarray], limit: int, ef_search: int
-    ) -> list[list[tuple[str, float]]]:
-        """Per query vector, the ``limit`` nearest memories of ``session`` as (memory_id, distance).
-
-        Distance is pgvector's cosine distance ``<=>`` (0 same direction, 2 opposite). A long
-        memory counts through its nearest window. HNSW runs with pgvector 0.8 iterative scans
-        (strict order), so a small session among large ones still gets a full list; the
-        settings are ``SET LOCAL`` and end with the transaction.
-        """
-
-        async def work(connection: asyncpg.Connection) -> list[list[tuple[str, float]]]:
-            results = []
-            async with connection.transaction():
-                await connection.execute(  # one round trip for both settings
-                    f"SET LOCAL hnsw.iterative_scan = strict_order; SET LOCAL hnsw.ef_search = {int(ef_search)}"
-                )
-                for vector in vectors:
-                    rows = await connection.fetch(
-                        "(SELECT memory_id, embedding <=> $2 AS distance FROM memories"
-                        "  WHERE session = $1 ORDER BY embedding <=> $2 LIMIT $3)"
-                        " UNION ALL "
-                        "(SELECT memory_id, embedding <=> $2 AS distance FROM memory_chunks"
-                        "  WHERE session = $1 ORDER BY embedding <=> $2 LIMIT $3)",
-                        session,
-                        vector,
-                        limit,
-                    )
-                    best: dict[str, float] = {}
-                    for row in rows:
-                        key = str(row["memory_id"])
-                        best[key] = min(best.get(key, 2.0), float(row["distance"]))
-                    results.append(sorted(best.items(), key=lambda item: (item[1], item[0]))[:limit])
-            return results
-
-        return await self._run(work)
-
-    async def keyword_search(self, session: str, query: str, limit: int) -> list[tuple[str, float]]:
-        """BM25 over the session's memories for the query's words, best first.
-
-        Words are PostgreSQL's English lexemes (stemmed, stop words dropped), so tsquery syntax
-        in the query is plain text. Okapi BM25 (Robertson and Zaragoza, "The Probabilistic
-        Relevance Framework: BM25 and Beyond", 2009) with k1 = 1.2, b = 0.75 and Lucene's
-        idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``; N, df and the average length are the
-        session's own, and a memory's length is its count of distinct lexemes. In a session of
-        20 or more memories a word found in more than half of them is ignored (Robertson's idf
-        is <= 0 there): a user's name in every memory would otherwise rank all of them by length
-        alone. Postings (tf, length) come from ``memory_terms`` (migration 003) and N and the
-        total length from ``memory_stats`` (migration 002), both kept by triggers. Terms are
-        summed in (memory_id, lexeme) order so equal inputs give bit-identical scores.
-        """
-        sql = """
-            WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $2))),
-            postings AS MATERIALIZED (
-                SELECT t.lexeme, t.memory_id, t.tf::float8 AS tf, t.dl::float8 AS dl
-                FROM memory_terms t JOIN q USING (lexeme) WHERE t.session = $1),
-            df AS (SELECT lexeme, count(*)::float8 AS df FROM postings GROUP BY lexeme),
-            stats AS (SELECT coalesce(sum(n), 0)::float8 AS n,
-                             greatest(sum(total_length)::numeric / nullif(sum(n), 0), 1)::float8 AS avgdl
-                      FROM memory_stats WHERE session = $1)
-            SELECT memory_id, sum(term) AS score
-            FROM (SELECT p.memory_id, ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
-                         * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / stats.avgdl)) AS term
-                  FROM postings p JOIN df USING (lexeme) CROSS JOIN stats
-                  WHERE stats.n < 20 OR df.df <= stats.n / 2
-                  ORDER BY p.memory_id, p.lexeme) terms
-            GROUP BY memory_id ORDER BY score DESC, memory_id LIMIT $3
-        """
-        rows = await self._run(lambda c: c.fetch(sql, session, query, limit))
-        return [(str(row["memory_id"]), float(row["score"])) for row in rows]
-
-    async def trigram_search(
-        self, session: str, terms: list[str], limit: int, threshold: float
-    ) -> list[tuple[str, float]]:
-        """Memories containing text like any of ``terms`` (pg_trgm word similarity), best first.
-
-        For identifiers (order numbers, file names, error codes), which full-text search
-        splits ("A-77812" becomes "-77812") or misses.
-        """
-
-        async def work(connection: asyncpg.Connection) -> list[tuple[str, float]]:
-            async with connection.transaction():
-                await connection.execute(f"SET LOCAL pg_trgm.word_similarity_threshold = {float(threshold)}")
-                return await connection.fetch(
-                    "SELECT memory_id, max(word_similarity(t, content)) AS sim"
-                    " FROM memories, unnest($2::text[]) AS t WHERE session = $1 AND t <% content"
-                    " GROUP BY memory_id ORDER BY sim DESC, memory_id LIMIT $3",
-                    session,
-                    terms,
-                    limit,
-                )
-
-        rows = await self._run(work)
-        return [(str(row["memory_id"]), float(row["sim"])) for row in rows]
-
-    async def substring_search(self, session: str, terms: list[str], limit: int) -> list[tuple[str, float]]:
-        """Memories containing any of ``terms`` as a substring, by the sum of the terms' idf.
-
-        idf is BM25's ``ln(1 + (N - df + 0.5) / (df + 0.5))`` over the session. ``strpos``
-        treats the terms as plain text (no LIKE wildcards). Used for CJK character bigrams.
-        """
-        sql = """
-            WITH t AS (SELECT DISTINCT unnest($2::text[]) AS term),
-            hits AS MATERIALIZED (
-                SELECT m.memory_id, t.term FROM memories m JOIN t ON strpos(m.content, t.term) > 0
-                WHERE m.session = $1),
-            df AS (SELECT term, count(*)::float8 AS df FROM hits GROUP BY term),
-            stats AS (SELECT count(*)::float8 AS n FROM memories WHERE session = $1)
-            SELECT hits.memory_id, sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))) AS score
-            FROM hits JOIN df USING (term) CROSS JOIN stats
-            GROUP BY hits.memory_id ORDER BY score DESC, hits.memory_id LIMIT $3
-        """
-        rows = await self._run(lambda c: c.fetch(sql, session, terms, limit))
-        return [(str(row["memory_id"]), float(row["score"])) for row in rows]
-
-    async def recent(self, session: str, limit: int) -> list[str]:
-        """Ids of the ``limit`` latest memories by occurred_at (ties by memory_id)."""
-        rows = await self._run(
-            lambda c: c.fetch(
-                "SELECT memory_id FROM memories WHERE session = $1 ORDER BY occurred_at DESC, memory_id LIMIT $2",
-                session,
-                limit,
-            )
-        )
-        return [str(row["memory_id"]) for row in rows]
-
-    async def in_window(self, session: str, start: datetime, end: datetime, limit: int) -> list[str]:
-        """Ids of memories whose occurred_at lies in [start, end], earliest first."""
-        rows = await self._run(
-            lambda c: c.fetch(
-                "SELECT memory_id FROM memories WHERE session = $1 AND occurred_at BETWEEN $2 AND $3"
-                " ORDER BY occurred_at, memory_id LIMIT $4",
-                session,
-                start,
-                end,
-                limit,
-            )
-        )
-        return [str(row["memory_id"]) for row in rows]
-
     async def fetch(self, session: str, memory_ids: list[str]) -> dict[str, Candidate]:
         """The memories of ``session`` with these ids, keyed by memory_id (missing ids absent)."""
         if not memory_ids:
@@ -267,35 +129,6 @@ class Repository:
             )
         )
         return {str(row["memory_id"]): _candidate(row) for row in rows}
-
-    async def neighbours(
-        self, session: str, memory_ids: list[str], span: int, max_gap_s: float
-    ) -> dict[str, list[str]]:
-        """For each id, up to ``span`` memories just before and after it in occurred_at order,
-        no more than ``max_gap_s`` seconds away."""
-        if not memory_ids or span <= 0:
-            return {}
-        gap = timedelta(seconds=max_gap_s)
-        rows = await self._run(
-            lambda c: c.fetch(
-                "SELECT a.memory_id AS anchor, n.memory_id AS neighbour FROM memories a"
-                " CROSS JOIN LATERAL ("
-                "  (SELECT memory_id FROM memories WHERE session = $1 AND (occurred_at, memory_id) < (a.occurred_at,"
-                "   a.memory_id) AND occurred_at >= a.occurred_at - $4::interval ORDER BY occurred_at DESC, memory_id DESC LIMIT $3)"
-                "  UNION ALL"
-                "  (SELECT memory_id FROM memories WHERE session = $1 AND (occurred_at, memory_id) > (a.occurred_at,"
-                "   a.memory_id) AND occurred_at <= a.occurred_at + $4::interval ORDER BY occurred_at, memory_id LIMIT $3)) n"
-                " WHERE a.session = $1 AND a.memory_id = ANY($2::uuid[])",
-                session,
-                memory_ids,
-                span,
-                gap,
-            )
-        )
-        found: dict[str, list[str]] = {}
-        for row in rows:
-            found.setdefault(str(row["anchor"]), []).append(str(row["neighbour"]))
-        return found
 
     async def delete(self, session: str, memory_id: str) -> bool:
         """Delete one memory (and its chunks); False when the session has no such memory."""
