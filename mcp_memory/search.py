@@ -66,7 +66,9 @@ async def search(
     cjk, identifiers = trigram_terms(plan.queries)
 
     async def vector_lists() -> None:
-        found = await repository.vector_search(session, vectors, settings.vector_candidates, settings.hnsw_ef_search)
+        found = await repository.vector_search(
+            session, vectors, settings.vector_candidates, settings.hnsw_ef_search, settings.exact_search_max_memories
+        )
         for index, hits in enumerate(found):
             lists[f"vector:{index}"] = [memory_id for memory_id, _ in hits]
 

@@ -103,7 +103,12 @@ class RecallSettings(BaseModel):
     )
     half_life_days: float | None = Field(None, gt=0, description="Recency half-life; unset disables the decay.")
     importance_weight: float = Field(0.0, ge=0, description="Boost per unit of stored importance (0..1).")
-    hnsw_ef_search: int = Field(100, ge=1)
+    exact_search_max_memories: int = Field(
+        20_000, ge=0, description="Sessions up to this size get an exact vector scan; larger ones use HNSW."
+    )
+    hnsw_ef_search: int = Field(
+        400, ge=1, le=1000, description="HNSW candidate list for large sessions (0.96 recall@10 at 100k, measured)."
+    )
     refusal: str = "Not enough memories in this session to answer this question."
 
 

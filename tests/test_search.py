@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
+
+import asyncpg
 import pytest
 
 pytestmark = pytest.mark.anyio
@@ -90,3 +93,59 @@ async def test_a_word_in_most_memories_of_a_session_does_not_flood_the_keyword_l
     memories, candidates = await _recall_with_audit(client, "s-alice", "Where is Alice based at the moment?")
     assert candidates["keyword:0"] == [based]
     assert memories[0]["memory_id"] == based
+
+
+TOPICS = [
+    "We booked a cabin by the lake for the last week of August",
+    "My sister adopted a grey kitten called Miso",
+    "The quarterly report is due to finance on the 14th",
+    "I started learning the cello in March",
+    "The car needs new winter tyres before November",
+    "Our team moved the stand-up meeting to 9:30",
+    "Grandma's lasagne recipe uses three kinds of cheese",
+    "The dentist appointment was moved to Tuesday afternoon",
+    "I ran my first half marathon in 1 hour 52 minutes",
+    "The new laptop has 32 GB of memory and a matte screen",
+    "We planted tomatoes and basil on the balcony",
+    "The landlord will fix the heating on Friday",
+    "Jonas recommended a podcast about the history of maps",
+    "My passport expires next spring",
+    "The book club is reading a novel set in Lisbon",
+    "I switched my phone plan to one with unlimited data",
+]
+
+
+async def test_the_exact_scan_and_the_hnsw_path_both_return_the_true_nearest_memories(client, deps):
+    """A session of at most exact_search_max_memories is scanned exactly; a larger one goes through
+    HNSW. Both return the brute-force nearest memories, nearest first, with pgvector's distance."""
+    ids = await _store_all(client, "s-vec", TOPICS)
+    ready = await deps.ready()
+    query = "when is the heating getting repaired?"
+    [question] = await ready.embedder.embed_batch([query])
+    vectors = await ready.embedder.embed_batch(TOPICS)
+    distances = {memory_id: 1 - float(vector @ question) for memory_id, vector in zip(ids, vectors, strict=True)}
+    expected = sorted(ids, key=distances.__getitem__)[:8]
+    assert expected[0] == ids[11]
+
+    exact = await ready.repository.vector_search("s-vec", [question], 8, 400, 20_000)
+    indexed = await ready.repository.vector_search("s-vec", [question], 8, 400, 0)
+    for found in (exact[0], indexed[0]):
+        assert [memory_id for memory_id, _ in found] == expected
+        for memory_id, distance in found:
+            assert distance == pytest.approx(distances[memory_id], abs=1e-5)
+
+
+async def test_a_stored_embedding_stays_in_the_row_even_when_the_row_outgrows_a_page_quarter(client, pg_url):
+    """Migration 005: the vector is stored MAIN, so a long memory's text goes to TOAST instead of
+    its embedding and an exact scan reads no TOAST pages."""
+    content = "Notes from the planning meeting. " + " ".join(f"item {i}: check the budget line {i * 7}" for i in range(60))
+    assert len(content) > 2_000
+    [memory_id] = await _store_all(client, "s-row", [content])
+    connection = await asyncpg.connect(pg_url)
+    try:
+        toasted = await connection.fetchval(
+            "SELECT pg_column_toast_chunk_id(embedding) IS NOT NULL FROM memories WHERE memory_id = $1", uuid.UUID(memory_id)
+        )
+    finally:
+        await connection.close()
+    assert toasted is False

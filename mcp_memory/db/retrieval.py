@@ -15,6 +15,24 @@ import numpy as np
 
 __all__ = ["RetrievalQueries"]
 
+# The nearest window-0 vectors (memories) and the nearest later windows (memory_chunks), each
+# ``$3`` deep; the caller keeps each memory's best. OFFSET 0 keeps the planner from ordering by
+# the HNSW index, so the exact form always computes every distance in the session.
+_EXACT_NEAREST = (
+    "(SELECT memory_id, distance FROM (SELECT memory_id, embedding <=> $2 AS distance FROM memories"
+    "  WHERE session = $1 OFFSET 0) m ORDER BY distance, memory_id LIMIT $3)"
+    " UNION ALL "
+    "(SELECT memory_id, distance FROM (SELECT memory_id, embedding <=> $2 AS distance FROM memory_chunks"
+    "  WHERE session = $1 OFFSET 0) c ORDER BY distance, memory_id LIMIT $3)"
+)
+_INDEXED_NEAREST = (
+    "(SELECT memory_id, embedding <=> $2 AS distance FROM memories"
+    "  WHERE session = $1 ORDER BY embedding <=> $2 LIMIT $3)"
+    " UNION ALL "
+    "(SELECT memory_id, embedding <=> $2 AS distance FROM memory_chunks"
+    "  WHERE session = $1 ORDER BY embedding <=> $2 LIMIT $3)"
+)
+
 
 class RetrievalQueries:
     """The ranked lists recall fuses, each a list of (memory_id, score) or memory_ids, best first."""
@@ -22,39 +40,38 @@ class RetrievalQueries:
     _run: Callable[[Callable[[asyncpg.Connection], Awaitable[Any]]], Awaitable[Any]]
 
     async def vector_search(
-        self, session: str, vectors: list[np.ndarray], limit: int, ef_search: int
+        self, session: str, vectors: list[np.ndarray], limit: int, ef_search: int, exact_max: int
     ) -> list[list[tuple[str, float]]]:
         """Per query vector, the ``limit`` nearest memories of ``session`` as (memory_id, distance).
 
         Distance is pgvector's cosine distance ``<=>`` (0 same direction, 2 opposite). A long
-        memory counts through its nearest window. HNSW runs with pgvector 0.8 iterative scans
-        (strict order), so a small session among large ones still gets a full list; the
-        settings are ``SET LOCAL`` and end with the transaction.
+        memory counts through its nearest window.
+
+        A session of at most ``exact_max`` memories is scanned exactly: every memory's distance,
+        read through the session's btree, so recall is 1.0 and the cost follows the session's
+        size, not the database's (about 1 ms per 1,000 memories here; see benchmarks/RESULTS.md).
+        A larger session uses HNSW with pgvector 0.8 iterative scans (strict order) at
+        ``ef_search``, planned for this session's own size; those settings are ``SET LOCAL``
+        and end with the transaction.
         """
 
+        async def nearest(connection: asyncpg.Connection, sql: str, vector: np.ndarray) -> list[tuple[str, float]]:
+            best: dict[str, float] = {}
+            for row in await connection.fetch(sql, session, vector, limit):
+                key = str(row["memory_id"])
+                best[key] = min(best.get(key, 2.0), float(row["distance"]))
+            return sorted(best.items(), key=lambda item: (item[1], item[0]))[:limit]
+
         async def work(connection: asyncpg.Connection) -> list[list[tuple[str, float]]]:
-            results = []
+            size = await connection.fetchval("SELECT coalesce(sum(n), 0) FROM memory_stats WHERE session = $1", session)
+            if size <= exact_max:
+                return [await nearest(connection, _EXACT_NEAREST, vector) for vector in vectors]
             async with connection.transaction():
-                await connection.execute(  # one round trip for both settings
-                    f"SET LOCAL hnsw.iterative_scan = strict_order; SET LOCAL hnsw.ef_search = {int(ef_search)}"
+                await connection.execute(  # one round trip for all three settings
+                    "SET LOCAL hnsw.iterative_scan = strict_order; SET LOCAL plan_cache_mode = force_custom_plan;"
+                    f" SET LOCAL hnsw.ef_search = {int(ef_search)}"
                 )
-                for vector in vectors:
-                    rows = await connection.fetch(
-                        "(SELECT memory_id, embedding <=> $2 AS distance FROM memories"
-                        "  WHERE session = $1 ORDER BY embedding <=> $2 LIMIT $3)"
-                        " UNION ALL "
-                        "(SELECT memory_id, embedding <=> $2 AS distance FROM memory_chunks"
-                        "  WHERE session = $1 ORDER BY embedding <=> $2 LIMIT $3)",
-                        session,
-                        vector,
-                        limit,
-                    )
-                    best: dict[str, float] = {}
-                    for row in rows:
-                        key = str(row["memory_id"])
-                        best[key] = min(best.get(key, 2.0), float(row["distance"]))
-                    results.append(sorted(best.items(), key=lambda item: (item[1], item[0]))[:limit])
-            return results
+                return [await nearest(connection, _INDEXED_NEAREST, vector) for vector in vectors]
 
         return await self._run(work)
 
@@ -68,26 +85,27 @@ class RetrievalQueries:
         session's own, and a memory's length is its count of distinct lexemes. In a session of
         20 or more memories a word found in more than half of them is ignored (Robertson's idf
         is <= 0 there): a user's name in every memory would otherwise rank all of them by length
-        alone. Postings (tf, length) come from ``memory_terms`` (migration 003) and N and the
-        total length from ``memory_stats`` (migration 002), both kept by triggers. Terms are
-        summed in (memory_id, lexeme) order so equal inputs give bit-identical scores.
+        alone. Postings (tf, length) come from ``memory_terms`` (migration 003; read by
+        index-only scans since 005) and N and the total length from ``memory_stats`` (migration
+        002), both kept by triggers. A word's df is counted on the index first, so the
+        postings of ignored words are never read; terms are summed in lexeme order.
         """
         sql = """
-            WITH q AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $2))),
-            postings AS MATERIALIZED (
-                SELECT t.lexeme, t.memory_id, t.tf::float8 AS tf, t.dl::float8 AS dl
-                FROM memory_terms t JOIN q USING (lexeme) WHERE t.session = $1),
-            df AS (SELECT lexeme, count(*)::float8 AS df FROM postings GROUP BY lexeme),
-            stats AS (SELECT coalesce(sum(n), 0)::float8 AS n,
-                             greatest(sum(total_length)::numeric / nullif(sum(n), 0), 1)::float8 AS avgdl
-                      FROM memory_stats WHERE session = $1)
-            SELECT memory_id, sum(term) AS score
-            FROM (SELECT p.memory_id, ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
-                         * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / stats.avgdl)) AS term
-                  FROM postings p JOIN df USING (lexeme) CROSS JOIN stats
-                  WHERE stats.n < 20 OR df.df <= stats.n / 2
-                  ORDER BY p.memory_id, p.lexeme) terms
-            GROUP BY memory_id ORDER BY score DESC, memory_id LIMIT $3
+            WITH stats AS (SELECT coalesce(sum(n), 0)::float8 AS n,
+                                  greatest(sum(total_length)::numeric / nullif(sum(n), 0), 1)::float8 AS avgdl
+                           FROM memory_stats WHERE session = $1),
+            weights AS MATERIALIZED (
+                SELECT q.lexeme, ln(1 + (stats.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+                FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $2))) q CROSS JOIN stats
+                CROSS JOIN LATERAL (SELECT count(*)::float8 AS df FROM memory_terms t
+                                    WHERE t.session = $1 AND t.lexeme = q.lexeme) d
+                WHERE d.df > 0 AND (stats.n < 20 OR d.df <= stats.n / 2)
+                ORDER BY q.lexeme)
+            SELECT p.memory_id, sum(w.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / stats.avgdl))) AS score
+            FROM weights w CROSS JOIN stats
+            CROSS JOIN LATERAL (SELECT t.memory_id, t.tf::float8 AS tf, t.dl::float8 AS dl FROM memory_terms t
+                                WHERE t.session = $1 AND t.lexeme = w.lexeme) p
+            GROUP BY p.memory_id ORDER BY score DESC, p.memory_id LIMIT $3
         """
         rows = await self._run(lambda c: c.fetch(sql, session, query, limit))
         return [(str(row["memory_id"]), float(row["score"])) for row in rows]

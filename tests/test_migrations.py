@@ -1,0 +1,74 @@
+"""Migrations upgrade a database that already holds memories, keeping every row."""
+
+from __future__ import annotations
+
+import uuid
+from urllib.parse import urlsplit
+
+import asyncpg
+import numpy as np
+import pytest
+
+from mcp_memory.db import migrate as migrations
+
+pytestmark = pytest.mark.anyio
+
+LONG = "Minutes of the budget review. " + " ".join(f"line {i}: the travel budget moves by {i * 13} euros" for i in range(50))
+
+
+async def test_migration_005_moves_existing_embeddings_into_the_row_and_keeps_the_postings(pg_url):
+    """A database at migration 004 holds a memory whose embedding PostgreSQL moved to TOAST; after
+    the upgrade it sits in the row, and the BM25 postings are intact and read from the index."""
+    admin = await asyncpg.connect(pg_url)
+    name = f"upgrade_{uuid.uuid4().hex[:8]}"
+    await admin.execute(f"CREATE DATABASE {name}")
+    url = urlsplit(pg_url)._replace(path=f"/{name}").geturl()
+    try:
+        connection = await asyncpg.connect(url)
+        try:
+            await connection.execute("CREATE EXTENSION vector; CREATE EXTENSION pg_trgm")
+            await connection.execute(
+                "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            for version, file, sql in migrations._migration_files():
+                if version <= 4:
+                    await connection.execute(sql.replace("{dim}", "384"))
+                    await connection.execute("INSERT INTO schema_migrations VALUES ($1, $2)", version, file)
+            await connection.execute("INSERT INTO embedding_model (model, dim) VALUES ('m', 384)")
+            vector = np.random.default_rng(1).normal(size=384).astype(np.float32)
+            vector /= np.linalg.norm(vector)
+            memory_id = uuid.uuid4()
+            await connection.execute(
+                "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, embedding,"
+                " embedding_model) VALUES ('s', $1, $2, '\\x01', now(), $3::real[]::vector, 'm')",
+                memory_id, LONG, vector.tolist(),
+            )
+            toasted_before = await connection.fetchval("SELECT pg_column_toast_chunk_id(embedding) IS NOT NULL FROM memories")
+            postings_before = await connection.fetch("SELECT lexeme, tf, dl FROM memory_terms ORDER BY lexeme")
+        finally:
+            await connection.close()
+        assert toasted_before  # the layout migration 005 fixes
+
+        await migrations.migrate(url, "m", 384)
+
+        connection = await asyncpg.connect(url)
+        try:
+            toasted_after = await connection.fetchval("SELECT pg_column_toast_chunk_id(embedding) IS NOT NULL FROM memories")
+            stored = await connection.fetchval("SELECT embedding::real[] FROM memories WHERE memory_id = $1", memory_id)
+            postings_after = await connection.fetch("SELECT lexeme, tf, dl FROM memory_terms ORDER BY lexeme")
+            key = await connection.fetchval(
+                "SELECT pg_get_indexdef(conindid) FROM pg_constraint WHERE conname = 'memory_terms_pkey'"
+            )
+            stats = await connection.fetchrow("SELECT n FROM memory_stats WHERE session = 's'")
+        finally:
+            await connection.close()
+        assert toasted_after is False
+        assert np.array_equal(np.array(stored, dtype=np.float32), vector)
+        assert [tuple(r) for r in postings_after] == [tuple(r) for r in postings_before]
+        assert len(postings_before) > 20
+        assert "INCLUDE (tf, dl)" in key
+        assert stats["n"] == 1
+    finally:
+        await admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+        await admin.close()
