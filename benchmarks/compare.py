@@ -1,15 +1,21 @@
-"""A/B: the same recalls against a baseline copy of the package and the working tree, interleaved.
+"""A/B: the same recalls against two servers, interleaved: old code against new, or a small
+database against a large one.
 
 Usage::
 
+    # code: a baseline copy of the package (A) against the working tree (B), one database
     python -m benchmarks.compare --data-dir /tmp/mcpm-bench --baseline /tmp/mcpm-base \
         --sessions bench-10000 --concurrency 1,10 --requests 200
+    # scale: the session alone in a database (A) against the same session among 1M memories (B)
+    python -m benchmarks.compare --data-dir /tmp/mcpm-1m --baseline-data-dir /tmp/mcpm-alone \
+        --sessions bench-10000 --concurrency 1,10 --requests 200
 
-Two ``mcp-memory serve --transport http`` processes share one data directory (one embedded
-PostgreSQL): A runs the package found under ``--baseline`` (PYTHONPATH), B the installed working
-tree. At concurrency 1 the calls alternate A, B, A, B on the same questions; at higher concurrency
-A and B runs alternate in blocks of ``--requests``, twice each (ABAB), and the figures are pooled.
-Ranked ids of A and B are compared call by call.
+Two ``mcp-memory serve --transport http`` processes: A runs the package found under
+``--baseline`` (PYTHONPATH; default the installed one) on ``--baseline-data-dir`` (default
+``--data-dir``), B the installed working tree on ``--data-dir``. At concurrency 1 the calls
+alternate A, B, A, B on the same questions; at higher concurrency A and B runs alternate in
+blocks of ``--requests``, twice each (ABAB), and the figures are pooled. The ranked contents of
+A and B are compared call by call (memory_ids differ between databases).
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from benchmarks.recall import questions
 async def main(args: argparse.Namespace) -> None:
     asked = questions(args.requests)
     report: dict[str, Any] = {"runs": []}
-    with ServerProcess(args.data_dir, args.port, env={"PYTHONPATH": str(args.baseline)}) as a, \
+    env = {"PYTHONPATH": str(args.baseline)} if args.baseline else None
+    with ServerProcess(args.baseline_data_dir or args.data_dir, args.port, env=env) as a, \
             ServerProcess(args.data_dir, args.port + 1) as b:
         async with McpHttp(args.port) as ca, McpHttp(args.port + 1) as cb:
             for session in args.sessions:
@@ -46,7 +53,7 @@ async def main(args: argparse.Namespace) -> None:
                             rb, ms_b = await cb.call("recall_memory", {"session": session, "query": question})
                             lat["A"].append(ms_a)
                             lat["B"].append(ms_b)
-                            same += [m["memory_id"] for m in ra["memories"]] == [m["memory_id"] for m in rb["memories"]]
+                            same += [m["content"] for m in ra["memories"]] == [m["content"] for m in rb["memories"]]
                         wall = {"A": sum(lat["A"]) / 1000, "B": sum(lat["B"]) / 1000}
                     else:
                         for name, client in (("A", ca), ("B", cb), ("A", ca), ("B", cb)):
@@ -64,7 +71,7 @@ async def main(args: argparse.Namespace) -> None:
                     run["p50_ratio_A_over_B"] = round(run["A_baseline"]["p50"] / run["B_changed"]["p50"], 2)
                     run["throughput_ratio_B_over_A"] = round(run["B_changed"]["per_s"] / run["A_baseline"]["per_s"], 2)
                     if concurrency == 1:
-                        run["identical_ranked_ids"] = f"{same}/{len(asked)}"
+                        run["identical_ranked_contents"] = f"{same}/{len(asked)}"
                     run["peak_rss_mb"] = {"A": round(a.peak_rss / 2**20, 1), "B": round(b.peak_rss / 2**20, 1)}
                     report["runs"].append(run)
                     print(json.dumps(run), flush=True)
@@ -75,7 +82,8 @@ async def main(args: argparse.Namespace) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--baseline", type=Path, required=True, help="folder holding the baseline mcp_memory/")
+    parser.add_argument("--baseline", type=Path, default=None, help="folder holding the baseline mcp_memory/")
+    parser.add_argument("--baseline-data-dir", type=Path, default=None, help="A's data dir (default --data-dir)")
     parser.add_argument("--port", type=int, default=18741)
     parser.add_argument("--sessions", type=lambda s: s.split(","), default=["bench-10000"])
     parser.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 10])

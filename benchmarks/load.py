@@ -18,6 +18,7 @@ import hashlib
 import json
 import time
 import uuid
+import zlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -35,7 +36,6 @@ __all__ = ["INDEXES", "connect", "drop_indexes", "fill", "load_texts", "rebuild_
 DATA = Path("/work/shared/data")
 INDEXES = {
     "memories_embedding_hnsw": "CREATE INDEX memories_embedding_hnsw ON memories USING hnsw (embedding vector_cosine_ops)",
-    "memories_search_text": "CREATE INDEX memories_search_text ON memories USING gin (search_text)",
     "memories_content_trgm": "CREATE INDEX memories_content_trgm ON memories USING gin (content gin_trgm_ops)",
 }
 _COLUMNS = ["session", "memory_id", "content", "content_hash", "occurred_at", "metadata", "importance",
@@ -101,14 +101,14 @@ async def rebuild_indexes(pool: asyncpg.Pool) -> dict[str, float]:
     """Create the dropped indexes; seconds per index."""
     seconds: dict[str, float] = {}
     async with pool.acquire() as connection:
-        await connection.execute("SET maintenance_work_mem = '2GB'")
+        await connection.execute("SET maintenance_work_mem = '4GB'")
         await connection.execute("SET max_parallel_maintenance_workers = 1")
         for name, sql in INDEXES.items():
             exists = await connection.fetchval("SELECT to_regclass($1) IS NOT NULL", name)
             if exists:
                 continue
             started = time.perf_counter()
-            await connection.execute(sql)
+            await connection.execute(sql, timeout=7200)  # the pool default (60 s) is too short at 1M
             seconds[name] = round(time.perf_counter() - started, 1)
         await connection.execute("ANALYZE memories")
     return seconds
@@ -137,7 +137,7 @@ async def fill(
 ) -> float:
     """COPY ``n`` memories into ``session``; returns seconds."""
     started = time.perf_counter()
-    rows = _rows(session, n, texts, vectors, offset, model, seed=hash(session) & 0xFFFF)
+    rows = _rows(session, n, texts, vectors, offset, model, seed=zlib.crc32(session.encode()))
     async with pool.acquire() as connection:
         while True:
             chunk = [row for _, row in zip(range(batch), rows, strict=False)]

@@ -5,7 +5,8 @@ Usage::
     python -m benchmarks.recall --data-dir /tmp/mcpm-bench --port 18731 --sizes 1000,10000 \
         --concurrency 1,10,50 --requests 200 --json /tmp/mcpm-bench/recall.json
 
-Sessions ``bench-<size>`` are bulk-loaded (see ``benchmarks.load``) when missing. Queries are
+Sessions ``bench-<size>`` are bulk-loaded (see ``benchmarks.load``) when missing; ``--total
+1000000 --sessions-total 10000`` adds ``bench-filler-<i>`` sessions up to that many memories. Queries are
 LoCoMo questions, asked verbatim. Same-run baselines: a bare pgvector query (the session's 12
 nearest by ``<=>``, query vector pre-computed, asyncpg, no MCP) and the same query plus the
 embedding of the question. Stage shares come from the recall audit rows (``latency_ms``);
@@ -19,6 +20,7 @@ import argparse
 import json
 import statistics
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -41,23 +43,38 @@ def questions(limit: int) -> list[str]:
     return found[::step][:limit]
 
 
+def filler_sizes(total: int, sessions: int, named: dict[str, int]) -> dict[str, int]:
+    """Sessions ``bench-filler-<i>`` that bring the database to ``total`` memories in ``sessions``
+    sessions (the named ones included), as evenly as possible."""
+    count = sessions - len(named)
+    rest = total - sum(named.values())
+    if count <= 0 or rest <= 0:
+        return {}
+    return {f"bench-filler-{i}": rest // count + (i < rest % count) for i in range(count)}
+
+
 async def ensure_sessions(pool: asyncpg.Pool, settings: Settings, sizes: dict[str, int]) -> dict[str, Any]:
-    """Load missing sessions (indexes dropped and rebuilt around the load); timings."""
+    """Load missing sessions (indexes dropped and rebuilt around the load); timings.
+
+    A session's texts start at an offset taken from its name, so the same session holds the
+    same texts and vectors in every database it is loaded into.
+    """
     texts, vectors, embed_s = await load_texts(settings)
     report: dict[str, Any] = {"texts": len(texts), "embed_texts_s": round(embed_s, 1)}
-    missing = {}
-    for session, size in sizes.items():
-        have = await pool.fetchval("SELECT count(*) FROM memories WHERE session = $1", session)
-        if have != size:
-            missing[session] = size
+    have = {row["session"]: row["n"] for row in await pool.fetch("SELECT session, n FROM memory_stats")}
+    missing = {session: size for session, size in sizes.items() if have.get(session) != size}
     if missing:
         await drop_indexes(pool)
-        for offset, (session, size) in enumerate(missing.items()):
+        started = time.perf_counter()
+        for session, size in missing.items():
             await pool.execute("DELETE FROM memories WHERE session = $1", session)
-            report[f"copy_{session}_s"] = round(await fill(pool, session, size, texts, vectors, offset * 997), 1)
+            await fill(pool, session, size, texts, vectors, zlib.crc32(session.encode()) % len(texts))
+        report["copy_s"] = round(time.perf_counter() - started, 1)
+        report["copied_sessions"] = len(missing)
     built = await rebuild_indexes(pool)
     report.update({f"build_{k}_s": v for k, v in built.items()})
     report["total_memories"] = await pool.fetchval("SELECT count(*) FROM memories")
+    report["total_sessions"] = await pool.fetchval("SELECT count(*) FROM memory_stats")
     return report
 
 
@@ -102,8 +119,12 @@ async def main(args: argparse.Namespace) -> None:
     args.data_dir.mkdir(parents=True, exist_ok=True)
     pool = await connect(settings)
     sizes = {f"bench-{size}": size for size in args.sizes}
-    report: dict[str, Any] = {"load": await ensure_sessions(pool, settings, sizes), "runs": []}
+    filler = filler_sizes(args.total, args.sessions_total, sizes) if args.total else {}
+    report: dict[str, Any] = {"load": await ensure_sessions(pool, settings, {**sizes, **filler}), "runs": []}
     print(json.dumps(report["load"]), flush=True)
+    if args.load_only:
+        await pool.close()
+        return
     asked = questions(args.requests)
     embedder = await load_embedder(settings.embedding, settings.data_dir / "models")
     qvectors = await embedder.embed_batch(asked)
@@ -148,6 +169,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[1000, 10000])
     parser.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 10, 50])
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--total", type=int, default=0, help="fill the database to this many memories")
+    parser.add_argument("--sessions-total", type=int, default=10_000, help="... in this many sessions")
+    parser.add_argument("--load-only", action="store_true", help="load, build indexes and stop")
     parser.add_argument("--json", type=Path)
     return parser
 

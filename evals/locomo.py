@@ -63,6 +63,29 @@ def parse_ks(text: str) -> tuple[int, ...]:
     return tuple(ks)
 
 
+def parse_urls(text: str) -> tuple[tuple[str, str], ...]:
+    """Parse ``"URL"`` or ``"name=URL,name=URL"`` into (retriever name, MCP endpoint) pairs.
+
+    A bare URL is named ``mcp-memory``. Several servers (say one with default settings and one
+    started with vector-only ``MCP_MEMORY_RECALL__*`` weights) are evaluated in one run, in order.
+
+    Raises:
+        argparse.ArgumentTypeError: an item is empty or a name repeats.
+    """
+    pairs = []
+    for item in (part.strip() for part in text.split(",")):
+        name, sep, url = item.partition("=")
+        if not sep or name.startswith(("http:", "https:")):
+            name, url = "mcp-memory", item
+        if not url:
+            raise argparse.ArgumentTypeError(f"no URL in {item!r}")
+        pairs.append((name.strip(), url.strip()))
+    names = [name for name, _ in pairs]
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"retriever names repeat in {text!r}; give each URL its own name=")
+    return tuple(pairs)
+
+
 def parse_modes(text: str) -> tuple[str, ...]:
     """Parse ``"all"`` or ``"vector,hybrid"`` into mode names, in ``MODES`` (stage) order, each once.
 
@@ -135,7 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--k", type=parse_ks, default=DEFAULT_KS, help="cut-offs, default 5,10,25,50")
     parser.add_argument("--report", type=Path, default=None, help="JSON report path (a .md is written beside it)")
     parser.add_argument("--transport", choices=("inprocess", "http"), default="inprocess")
-    parser.add_argument("--url", default=None, help="MCP endpoint for --transport http")
+    parser.add_argument(
+        "--url", type=parse_urls, default=None,
+        help="MCP endpoint for --transport http, or name=URL,name=URL to evaluate several servers in one run",
+    )
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/locomo-eval"), help="embedded PostgreSQL dir")
     parser.add_argument("--database-url", default=None, help="external PostgreSQL instead of --data-dir")
     parser.add_argument("--only-baselines", action="store_true", help="skip mcp-memory; run BM25 only")
@@ -297,6 +323,9 @@ async def run(args: argparse.Namespace) -> int:
     if args.transport == "http" and args.modes is not None:
         logger.error("--modes needs --transport inprocess: a client cannot change a running server's recall settings")
         return 2
+    if args.transport == "http" and not args.url and not args.only_baselines:
+        logger.error("--transport http needs --url (the server's MCP endpoint, e.g. http://127.0.0.1:8020/mcp)")
+        return 2
     data_path: Path = args.data or default_data_path()
     if not data_path.is_file():
         logger.error("LoCoMo file not found at %s; pass --data or set MCP_MEMORY_LOCOMO_PATH", data_path)
@@ -316,7 +345,8 @@ async def run(args: argparse.Namespace) -> int:
     modes: list[str] = []
     if not args.only_baselines:
         if args.transport == "http":
-            results.append(await evaluate_http(args, conversations))
+            for name, url in args.url or ():
+                results.append(await evaluate_http(args, conversations, name, url))
         else:
             modes = list(args.modes or parse_modes("all"))
             results += await evaluate_modes(args, conversations, modes)
@@ -389,12 +419,14 @@ def _recall_settings(result: RetrieverResult) -> dict[str, object]:
     return recall if isinstance(recall, dict) else {}
 
 
-async def evaluate_http(args: argparse.Namespace, conversations: Sequence[Conversation]) -> RetrieverResult:
-    """mcp-memory over streamable HTTP, with the server's own settings (no modes)."""
+async def evaluate_http(
+    args: argparse.Namespace, conversations: Sequence[Conversation], name: str, url: str
+) -> RetrieverResult:
+    """mcp-memory over streamable HTTP at ``url``, with that server's own settings (no modes)."""
     from evals.mcp_retriever import McpMemoryRetriever, open_client
 
-    async with open_client("http", args.url, None, None) as (client, server):
-        retriever = McpMemoryRetriever(client, server, args.concurrency)
+    async with open_client("http", url, None, None) as (client, server):
+        retriever = McpMemoryRetriever(client, server, args.concurrency, name=name)
         start_s = await retriever.wait_ready()
         result = await evaluate(retriever, conversations, args.k, args.per_question)
     result.timing["start_s"] = start_s

@@ -233,6 +233,21 @@ def test_modes_parse_in_stage_order() -> None:
         parse_folds("1")
 
 
+def test_http_urls_parse_into_named_retrievers() -> None:
+    import argparse
+
+    from evals.locomo import parse_urls
+
+    assert parse_urls("http://127.0.0.1:8020/mcp") == (("mcp-memory", "http://127.0.0.1:8020/mcp"),)
+    assert parse_urls("default=http://h:1/mcp, vector=http://h:2/mcp") == (
+        ("default", "http://h:1/mcp"), ("vector", "http://h:2/mcp"),
+    )
+    with pytest.raises(argparse.ArgumentTypeError, match="repeat"):
+        parse_urls("a=http://h:1/mcp,a=http://h:2/mcp")
+    with pytest.raises(argparse.ArgumentTypeError, match="no URL"):
+        parse_urls("vector=")
+
+
 def test_stage_deltas_subtract_consecutive_modes() -> None:
     from evals.report import deltas_table, stage_deltas
 
