@@ -121,7 +121,10 @@ class RetrievalQueries:
 
         async def work(connection: asyncpg.Connection) -> list[tuple[str, float]]:
             async with connection.transaction():
-                await connection.execute(f"SET LOCAL pg_trgm.word_similarity_threshold = {float(threshold)}")
+                await connection.execute(  # a custom plan: the best index depends on the terms and the session
+                    "SET LOCAL plan_cache_mode = force_custom_plan;"
+                    f" SET LOCAL pg_trgm.word_similarity_threshold = {float(threshold)}"
+                )
                 return await connection.fetch(
                     "SELECT memory_id, max(word_similarity(t, content)) AS sim"
                     " FROM memories, unnest($2::text[]) AS t WHERE session = $1 AND t <% content"
