@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
 from importlib import resources
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -54,32 +55,35 @@ class _Request:
 
 
 class Coalescer:
-    """Merges concurrent ``embed`` calls into one model batch.
+    """Merges concurrent ``embed`` calls into model batches, at most ``leaders`` batches at once.
 
-    The first caller to find no batch running becomes the leader: it embeds every text queued
-    so far in one call, hands each caller its vectors, and repeats while callers keep
-    arriving. Under load, N concurrent stores cost one batched inference instead of N. The
-    leader's loop is shielded from cancellation so a disconnecting client never strands the
-    others.
+    A caller that finds fewer than ``leaders`` batches running becomes a leader: it embeds the
+    texts queued so far (up to ``max_texts``) in one call, hands each caller its vectors, and
+    repeats while callers keep arriving. Under load, N concurrent stores cost a few batched
+    inferences instead of N. A leader's loop is shielded from cancellation so a disconnecting
+    client never strands the others.
     """
 
-    def __init__(self, embed: Callable[[list[str]], Awaitable[list[np.ndarray]]], max_texts: int) -> None:
+    def __init__(
+        self, embed: Callable[[list[str]], Awaitable[list[np.ndarray]]], max_texts: int, leaders: int = 1
+    ) -> None:
         self._embed = embed
         self._max_texts = max_texts
+        self._max_leaders = leaders
         self._queue: list[_Request] = []
-        self._leading = False
+        self._leaders = 0
 
     async def embed(self, texts: list[str]) -> list[np.ndarray]:
         """One vector per text, same order; raises what the underlying call raised."""
         request = _Request(texts)
         self._queue.append(request)
-        if not self._leading:
-            self._leading = True
+        if self._leaders < self._max_leaders:
+            self._leaders += 1
             try:
                 with anyio.CancelScope(shield=True):
                     await self._drain()
             finally:
-                self._leading = False
+                self._leaders -= 1
         await request.done.wait()
         if request.error is not None:
             raise request.error
@@ -150,19 +154,26 @@ class FastembedEmbedder:
         self.model = settings.model
         self._chunk_tokens = settings.chunk_tokens
         self._overlap = min(settings.chunk_overlap_tokens, settings.chunk_tokens // 2)
-        self._batch_size = settings.batch_size
-        self._limiter = anyio.CapacityLimiter(1)
-        self._coalescer = Coalescer(self._embed_thread, max_texts=settings.batch_size)
+        # Batches of 8 embed more texts/s than 64 on CPU (int8 MiniLM: 117 vs 66 texts/s on 2 cores).
+        self._batch_size = settings.batch_size or 8
+        self._limiter = anyio.CapacityLimiter(settings.workers)
+        self._coalescer = Coalescer(self._embed_thread, max_texts=self._batch_size, leaders=settings.workers)
         cache_dir.mkdir(parents=True, exist_ok=True)
         model_dir = settings.model_path
         if model_dir is None and settings.model == DEFAULT_MODEL:
             model_dir = _offline_model_dir(cache_dir)
-        try:
+        def load(threads: int | None) -> TextEmbedding:
             if model_dir is not None:
-                self._model = TextEmbedding(settings.model, cache_dir=str(cache_dir), specific_model_path=str(model_dir))
-            else:
-                self._model = TextEmbedding(settings.model, cache_dir=str(cache_dir))
+                return TextEmbedding(
+                    settings.model, cache_dir=str(cache_dir), threads=threads, specific_model_path=str(model_dir)
+                )
+            return TextEmbedding(settings.model, cache_dir=str(cache_dir), threads=threads)
+
+        try:
+            self._model = load(settings.threads)
             probe = next(iter(self._model.embed(["probe"])))
+            # With several workers, calls that overlap another run single-threaded (see _embed_sync).
+            self._shared = load(1) if settings.workers > 1 and settings.threads != 1 else self._model
         except Exception as exc:
             raise EmbeddingError(
                 f"embedding model {settings.model} could not be loaded ({type(exc).__name__}: {exc}). "
@@ -170,6 +181,8 @@ class FastembedEmbedder:
                 "network, or set embedding.model_path (MCP_MEMORY_EMBEDDING__MODEL_PATH) to a folder holding "
                 "model.onnx and tokenizer.json"
             ) from exc
+        self._in_flight = 0
+        self._in_flight_lock = threading.Lock()
         self.dim = int(probe.shape[0])
         tokenizer = self._model.model.tokenizer
         self._tokenizer = Tokenizer.from_str(tokenizer.to_str())
@@ -196,10 +209,23 @@ class FastembedEmbedder:
         return pieces
 
     def _embed_sync(self, texts: list[str]) -> list[np.ndarray]:
-        # Shortest first: a batch is padded to its longest text, so mixed lengths waste work
-        # (1.4x more texts/s for sorted chat turns in batches of 8-16 on a busy machine).
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        vectors = self._model.embed([texts[i] for i in order], batch_size=self._batch_size)
+        """Embed in the calling worker thread.
+
+        A call that runs alone uses the model with ``threads`` threads (all cores by default: the
+        lowest latency for one query); a call that overlaps another uses a single-threaded copy,
+        so concurrent calls share the cores instead of oversubscribing them (on 2 cores, ingest at
+        concurrency 10-50 went from about 65 to 85 stores/s; see benchmarks/RESULTS.md).
+        """
+        with self._in_flight_lock:
+            model = self._model if self._in_flight == 0 else self._shared
+            self._in_flight += 1
+        try:
+            # Shortest first: a batch is padded to its longest text, so mixed lengths waste work.
+            order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+            vectors = list(model.embed([texts[i] for i in order], batch_size=self._batch_size))
+        finally:
+            with self._in_flight_lock:
+                self._in_flight -= 1
         result: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
         for i, vector in zip(order, vectors, strict=True):
             result[i] = np.asarray(vector, dtype=np.float32)
@@ -236,7 +262,7 @@ class OpenAIEmbedder:
         self.model = settings.model
         self.dim = settings.dim
         self._base_url = settings.base_url
-        self._batch_size = settings.batch_size
+        self._batch_size = settings.batch_size or 64
         self._window_chars = settings.chunk_tokens * 4  # about four characters per token in English
         self._overlap_chars = settings.chunk_overlap_tokens * 4
         self._client = openai.AsyncOpenAI(

@@ -57,7 +57,15 @@ class EmbeddingSettings(BaseModel):
     api_key: str | None = None
     timeout_s: float = Field(30.0, gt=0)
     max_retries: int = Field(2, ge=0)
-    batch_size: int = Field(64, ge=1, description="Texts per embedding call.")
+    batch_size: int | None = Field(
+        None, ge=1, description="Texts per embedding call; unset = 8 for fastembed (faster on CPU), 64 for openai."
+    )
+    threads: int | None = Field(
+        None, ge=1, description="ONNX Runtime threads of a local model call running alone; unset = all cores."
+    )
+    workers: int = Field(
+        2, ge=1, description="Local model calls run at once; a call overlapping another runs single-threaded."
+    )
     chunk_tokens: int = Field(200, ge=16, description="Word pieces per chunk of a long memory (model reads 256).")
     chunk_overlap_tokens: int = Field(40, ge=0, description="Word pieces shared by neighbouring chunks.")
 

@@ -77,3 +77,49 @@ async def test_a_batch_of_mixed_lengths_returns_each_text_its_own_vector_in_orde
     alone = [(await ready.embedder.embed_batch([text]))[0] for text in texts]
     for one, other in zip(batched, alone, strict=True):
         assert float(one @ other) == pytest.approx(1.0, abs=1e-3)
+
+
+async def test_two_leaders_run_two_batches_at_once_and_no_more():
+    running = 0
+    most = 0
+    gate = anyio.Event()
+
+    async def embed(texts: list[str]) -> list[np.ndarray]:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        await gate.wait()
+        running -= 1
+        return [np.array([float(len(text))]) for text in texts]
+
+    coalescer = Coalescer(embed, max_texts=2, leaders=2)
+    results: dict[int, float] = {}
+
+    async def call(i: int) -> None:
+        results[i] = float((await coalescer.embed(["x" * i]))[0][0])
+
+    async with anyio.create_task_group() as group:
+        for i in range(9):
+            group.start_soon(call, i)
+        await anyio.wait_all_tasks_blocked()
+        assert running == 2  # two batches in flight, the other callers queued behind them
+        gate.set()
+    assert most == 2
+    assert results == {i: float(i) for i in range(9)}
+
+
+async def test_concurrent_calls_get_the_same_vectors_as_a_call_alone(deps):
+    """Overlapping calls run on the single-threaded copy of the model; the vectors must not change."""
+    ready = await deps.ready()
+    texts = [f"Memory {i}: the boiler service is booked for week {i} of the year" for i in range(12)]
+    alone = [(await ready.embedder.embed_batch([text]))[0] for text in texts]
+    together: dict[int, np.ndarray] = {}
+
+    async def call(i: int) -> None:
+        together[i] = (await ready.embedder.embed_batch([texts[i]]))[0]
+
+    async with anyio.create_task_group() as group:
+        for i in range(len(texts)):
+            group.start_soon(call, i)
+    for i, vector in enumerate(alone):
+        assert float(vector @ together[i]) == pytest.approx(1.0, abs=1e-5)
