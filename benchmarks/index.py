@@ -7,7 +7,8 @@ Usage::
 Per session, for the same LoCoMo questions (embedded once): the exact top-k (the session's rows
 fetched by the btree, distances computed and sorted; ``OFFSET 0`` keeps the planner off HNSW),
 the top-k of the plan PostgreSQL picks for the repository's own query and settings
-(``hnsw.iterative_scan = strict_order``, ``hnsw.ef_search``), and the top-k with HNSW forced
+(``hnsw.iterative_scan = strict_order``, ``hnsw.ef_search``, a custom plan per call: a generic plan
+of a prepared statement may sort the whole session instead), and the top-k with HNSW forced
 (``enable_sort = off``). recall@k counts returned rows whose distance is within the exact k-th
 distance (ties count as found). Latency is per query, one connection, medians over the queries.
 """
@@ -49,7 +50,8 @@ async def main(args: argparse.Namespace) -> None:
     pool = await connect(settings)
     embedder = await load_embedder(settings.embedding, settings.data_dir / "models")
     vectors = await embedder.embed_batch(questions(args.queries))
-    app_settings = ["SET LOCAL hnsw.iterative_scan = strict_order", f"SET LOCAL hnsw.ef_search = {args.ef_search}"]
+    app_settings = ["SET LOCAL hnsw.iterative_scan = strict_order", f"SET LOCAL hnsw.ef_search = {args.ef_search}",
+                    "SET LOCAL plan_cache_mode = force_custom_plan"]  # as the repository: no generic plan
     report = []
     async with pool.acquire() as connection:
         for session in args.sessions:

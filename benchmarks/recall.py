@@ -53,13 +53,15 @@ def filler_sizes(total: int, sessions: int, named: dict[str, int]) -> dict[str, 
     return {f"bench-filler-{i}": rest // count + (i < rest % count) for i in range(count)}
 
 
-async def ensure_sessions(pool: asyncpg.Pool, settings: Settings, sizes: dict[str, int]) -> dict[str, Any]:
+async def ensure_sessions(
+    pool: asyncpg.Pool, settings: Settings, sizes: dict[str, int], texts_limit: int = 2000
+) -> dict[str, Any]:
     """Load missing sessions (indexes dropped and rebuilt around the load); timings.
 
     A session's texts start at an offset taken from its name, so the same session holds the
     same texts and vectors in every database it is loaded into.
     """
-    texts, vectors, embed_s = await load_texts(settings)
+    texts, vectors, embed_s = await load_texts(settings, texts_limit)
     report: dict[str, Any] = {"texts": len(texts), "embed_texts_s": round(embed_s, 1)}
     have = {row["session"]: row["n"] for row in await pool.fetch("SELECT session, n FROM memory_stats")}
     missing = {session: size for session, size in sizes.items() if have.get(session) != size}
@@ -120,7 +122,7 @@ async def main(args: argparse.Namespace) -> None:
     pool = await connect(settings)
     sizes = {f"bench-{size}": size for size in args.sizes}
     filler = filler_sizes(args.total, args.sessions_total, sizes) if args.total else {}
-    report: dict[str, Any] = {"load": await ensure_sessions(pool, settings, {**sizes, **filler}), "runs": []}
+    report: dict[str, Any] = {"load": await ensure_sessions(pool, settings, {**sizes, **filler}, args.texts), "runs": []}
     print(json.dumps(report["load"]), flush=True)
     if args.load_only:
         await pool.close()
@@ -169,6 +171,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[1000, 10000])
     parser.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 10, 50])
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--texts", type=int, default=2000, help="distinct real texts the filler cycles through")
     parser.add_argument("--total", type=int, default=0, help="fill the database to this many memories")
     parser.add_argument("--sessions-total", type=int, default=10_000, help="... in this many sessions")
     parser.add_argument("--load-only", action="store_true", help="load, build indexes and stop")
