@@ -6,7 +6,9 @@ Usage::
         --concurrency 1,10,50 --requests 200 --json /tmp/mcpm-bench/recall.json
 
 Sessions ``bench-<size>`` are bulk-loaded (see ``benchmarks.load``) when missing; ``--total
-1000000 --sessions-total 10000`` adds ``bench-filler-<i>`` sessions up to that many memories. Queries are
+1000000 --sessions-total 10000`` adds ``bench-filler-<i>`` sessions up to that many memories. Their
+sizes depend on ``--sizes``: to reuse a filled database with other ``--sizes``, leave ``--total``
+out (only the named sessions are then checked), or the filler is loaded again. Queries are
 LoCoMo questions, asked verbatim. Same-run baselines: a bare pgvector query (the session's 12
 nearest by ``<=>``, query vector pre-computed, asyncpg, no MCP) and the same query plus the
 embedding of the question. Stage shares come from the recall audit rows (``latency_ms``);
