@@ -30,8 +30,9 @@ VENV_BIN = Path(sys.executable).parent
 class ServerProcess:
     """``mcp-memory serve --transport http`` on 127.0.0.1:port with its own data dir."""
 
-    def __init__(self, data_dir: Path, port: int, env: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, port: int, env: dict[str, str] | None = None, args: list[str] | None = None) -> None:
         self.data_dir = data_dir
+        self.args = args or []
         self.port = port
         self.env = {**os.environ, "MCP_MEMORY_DATA_DIR": str(data_dir), "MCP_MEMORY_LOG_LEVEL": "WARNING", **(env or {})}
         self.process: subprocess.Popen[bytes] | None = None
@@ -41,7 +42,7 @@ class ServerProcess:
     def __enter__(self) -> ServerProcess:
         log = open(self.data_dir / f"server-{self.port}.log", "ab")
         self.process = subprocess.Popen(
-            [str(VENV_BIN / "mcp-memory"), "serve", "--transport", "http", "--port", str(self.port)],
+            [str(VENV_BIN / "mcp-memory"), "serve", "--transport", "http", "--port", str(self.port), *self.args],
             env=self.env, stdout=log, stderr=log,
         )
         deadline = time.monotonic() + 180

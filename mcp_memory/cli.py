@@ -52,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8020, help="HTTP port (default 8020)")
     serve.add_argument("--stateless", action="store_true",
                        help="HTTP without MCP sessions: every request stands alone (for load balancers)")
+    serve.add_argument("--json-response", action="store_true",
+                       help="HTTP: answer each request with one JSON body instead of an SSE stream")
     commands.add_parser("doctor", parents=[common], help="start the database and the model once, print what was "
                         "found, and exit", description="Start the database (embedded or external) and load the "
                         "embedding model once, print the data directory, database, model and LLM, and exit.")
@@ -65,14 +67,14 @@ def _configure_logging(level: str) -> None:
         logging.getLogger(noisy).setLevel(max(logging.getLevelName(level), logging.WARNING))
 
 
-async def _serve_http(settings: Settings, host: str, port: int, stateless: bool) -> None:
+async def _serve_http(settings: Settings, host: str, port: int, stateless: bool, json_response: bool = False) -> None:
     import uvicorn
 
     deps = Deps(settings)
     await deps.start()  # fail before listening: no healthy endpoint on a broken start
     await deps.ready()
     server = build_server(settings, deps)
-    app = server.streamable_http_app(stateless_http=stateless, host=host)
+    app = server.streamable_http_app(stateless_http=stateless, json_response=json_response, host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     http = uvicorn.Server(config)
     try:
@@ -186,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "doctor":
             anyio.run(_doctor, settings)
         elif args.transport == "http":
-            anyio.run(_serve_http, settings, args.host, args.port, args.stateless)
+            anyio.run(_serve_http, settings, args.host, args.port, args.stateless, args.json_response)
         else:
             anyio.run(_serve_stdio, settings)
     except BaseException as exc:  # task groups wrap errors in ExceptionGroups

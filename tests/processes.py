@@ -281,10 +281,10 @@ class Spawner:
         """Spawn ``mcp-memory serve`` on stdio."""
         return self._start(["serve"], data_dir, settings)
 
-    def http(self, data_dir: Path, port: int, **settings: str) -> ServerProcess:
-        """Spawn ``mcp-memory serve --transport http --port <port>`` (its stdin stays an open, idle pipe)."""
-        return self._start(["serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(port)], data_dir,
-                           settings)
+    def http(self, data_dir: Path, port: int, *args: str, **settings: str) -> ServerProcess:
+        """Spawn ``mcp-memory serve --transport http --port <port> [args]`` (its stdin stays an open, idle pipe)."""
+        return self._start(["serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(port), *args],
+                           data_dir, settings)
 
     def close(self) -> None:
         for server in self.servers:
