@@ -120,13 +120,19 @@ class RecallSettings(BaseModel):
     refusal: str = "Not enough memories in this session to answer this question."
 
 
+_ENV_PREFIX = "MCP_MEMORY_"
+# MCP_MEMORY_* variables that are not settings: the config file's path, and what the evals and the
+# test suite read.
+_NOT_SETTINGS = frozenset({"CONFIG", "LOCOMO_PATH", "TEST_DATABASE_URL"})
+
+
 class Settings(BaseSettings):
     """Every setting of the server. Construct with keyword arguments in tests."""
 
     model_config = SettingsConfigDict(
-        env_prefix="MCP_MEMORY_",
+        env_prefix=_ENV_PREFIX,
         env_nested_delimiter="__",
-        extra="ignore",
+        extra="forbid",  # a misspelt top-level key in the TOML file is an error, as in the groups
         toml_file=None,
     )
 
@@ -168,10 +174,23 @@ class Settings(BaseSettings):
             config_path: ``--config`` from the command line; wins over ``MCP_MEMORY_CONFIG``.
 
         Raises:
-            ConfigError: the file does not exist.
+            ConfigError: the file does not exist, or an ``MCP_MEMORY_*`` variable names no setting
+                (pydantic-settings would ignore it silently).
         """
         from mcp_memory.errors import ConfigError
 
+        unknown = sorted(
+            name
+            for name in os.environ
+            if name.startswith(_ENV_PREFIX)
+            and name[len(_ENV_PREFIX) :] not in _NOT_SETTINGS
+            and name[len(_ENV_PREFIX) :].split("__", 1)[0].lower() not in cls.model_fields
+        )
+        if unknown:
+            raise ConfigError(
+                f"unknown setting {', '.join(unknown)} in the environment; settings are "
+                f"{', '.join(_ENV_PREFIX + field.upper() for field in cls.model_fields)} (groups take __<KEY>)"
+            )
         if config_path is not None:
             if not config_path.is_file():
                 raise ConfigError(f"config file not found: {config_path}")

@@ -55,3 +55,21 @@ def test_an_http_server_whose_port_is_taken_exits_non_zero(tmp_path, pg_url):
     assert result.returncode == 2
     assert f"could not listen on 127.0.0.1:{port}" in result.stderr
     assert result.stdout == ""
+
+
+def test_a_misspelt_top_level_key_or_group_in_the_config_file_is_rejected(tmp_path, capsys):
+    config = tmp_path / "config.toml"
+    config.write_text('log_levl = "DEBUG"\n')
+    assert main(["--config", str(config), "doctor"]) == 2
+    assert "log_levl: Extra inputs are not permitted" in capsys.readouterr().err
+    config.write_text("[recal]\nrrf_k = 5\n")
+    assert main(["--config", str(config), "doctor"]) == 2
+    assert "recal: Extra inputs are not permitted" in capsys.readouterr().err
+
+
+def test_a_misspelt_environment_variable_is_rejected_naming_it(monkeypatch, capsys):
+    monkeypatch.setenv("MCP_MEMORY_LOG_LEVL", "DEBUG")
+    assert main(["doctor"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mcp-memory: unknown setting MCP_MEMORY_LOG_LEVL in the environment; settings are ")
+    assert "MCP_MEMORY_LOG_LEVEL" in err and "\n" not in err
