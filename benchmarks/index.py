@@ -92,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--k", type=int, default=100, help="list depth; the recall vector list is 100 deep")
     parser.add_argument("--top", type=int, default=10, help="recall@top of the first rows as well")
-    parser.add_argument("--ef-search", type=int, default=100)
+    parser.add_argument("--ef-search", type=int, default=800, help="one value per run (the server's default: 800)")
     parser.add_argument("--json", type=Path)
     return parser
 

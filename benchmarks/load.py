@@ -26,6 +26,7 @@ import anyio
 import asyncpg
 import numpy as np
 
+from evals.locomo import default_data_path
 from mcp_memory.db.embedded import start_embedded
 from mcp_memory.db.migrate import migrate
 from mcp_memory.db.pool import open_pool
@@ -34,7 +35,8 @@ from mcp_memory.settings import Settings
 
 __all__ = ["INDEXES", "connect", "drop_indexes", "fill", "load_texts", "rebuild_indexes", "real_texts"]
 
-DATA = Path("/work/shared/data")
+# LoCoMo and LongMemEval, where the evals find them: beside $MCP_MEMORY_LOCOMO_PATH, else ../shared/data.
+DATA = default_data_path().parent
 INDEXES = {
     "memories_embedding_hnsw": "CREATE INDEX memories_embedding_hnsw ON memories USING hnsw (embedding vector_cosine_ops)",
     "memories_content_trgm": "CREATE INDEX memories_content_trgm ON memories USING gin (content gin_trgm_ops)",

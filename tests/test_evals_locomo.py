@@ -244,8 +244,23 @@ def test_http_urls_parse_into_named_retrievers() -> None:
     )
     with pytest.raises(argparse.ArgumentTypeError, match="repeat"):
         parse_urls("a=http://h:1/mcp,a=http://h:2/mcp")
-    with pytest.raises(argparse.ArgumentTypeError, match="no URL"):
+    with pytest.raises(argparse.ArgumentTypeError, match="no http"):
         parse_urls("vector=")
+    with pytest.raises(argparse.ArgumentTypeError, match="no http"):
+        parse_urls("default=http://h:1/mcp,vector")
+    with pytest.raises(argparse.ArgumentTypeError, match="empty retriever name"):
+        parse_urls("=http://h:1/mcp")
+
+
+def test_runner_arguments_out_of_range_are_refused_before_anything_runs(capsys, caplog) -> None:
+    from evals.locomo import build_parser, main
+
+    for bad in (["--concurrency", "0"], ["--concurrency", "-3"]):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(bad)
+        assert "must be >= 1" in capsys.readouterr().err
+    assert main(["--url", "http://127.0.0.1:1/mcp", "--data", __file__]) == 2
+    assert "--url needs --transport http" in caplog.text
 
 
 def test_stage_deltas_subtract_consecutive_modes() -> None:

@@ -141,3 +141,13 @@ def test_score_counts_memories_of_other_sessions_as_leaks_and_unknown_ones_as_un
 def test_score_gives_partial_recall_for_multi_evidence_questions() -> None:
     result = score({"session": "s", "evidence": ["a", "b"]}, ["c", "b"], ["s", "s"], answered=False)
     assert (result.recall, result.reciprocal_rank, result.selected) == (0.5, 0.5, False)
+
+
+def test_mixed_runner_refuses_a_bad_top_k_or_a_missing_case_file_before_ingest(tmp_path, capsys, caplog) -> None:
+    from evals.mixed import main
+
+    with pytest.raises(SystemExit):
+        main(["--top-k", "0"])
+    assert "must be 1..100; got 0" in capsys.readouterr().err
+    assert main(["--cases", str(tmp_path / "none.json"), "--data-dir", str(tmp_path)]) == 2
+    assert "case file not found" in caplog.text
