@@ -56,6 +56,8 @@ async def main(args: argparse.Namespace) -> None:
     async with pool.acquire() as connection:
         for session in args.sessions:
             size = await connection.fetchval("SELECT count(*) FROM memories WHERE session = $1", session)
+            if size == 0:
+                raise SystemExit(f"session {session!r} holds no memories in {args.data_dir}; load it with benchmarks.recall")
             plan = await connection.fetch("EXPLAIN " + _APP.replace("$3", str(args.k)).replace("$1", "'" + session + "'")
                                           .replace("$2", "'" + str(vectors[0].tolist()) + "'::vector"))
             plan_text = " | ".join(r[0].strip().split("(cost")[0].split("(embedding")[0] for r in plan[:3])

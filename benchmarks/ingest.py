@@ -74,6 +74,7 @@ async def main(args: argparse.Namespace) -> None:
                 report["runs"].append(run)
                 print(json.dumps(run), flush=True)
                 await client.call("delete_memory", {"session": session, "all": True, "confirm": session})
+            await client.call("delete_memory", {"session": "ingest-warmup", "all": True, "confirm": "ingest-warmup"})
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
 
