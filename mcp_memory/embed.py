@@ -11,7 +11,6 @@ import logging
 import shutil
 import threading
 from importlib import resources
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -19,10 +18,11 @@ import anyio
 import numpy as np
 import openai
 
+from mcp_memory.coalesce import Coalescer
 from mcp_memory.errors import EmbeddingError
 from mcp_memory.settings import DEFAULT_MODEL, EmbeddingSettings
 
-__all__ = ["Coalescer", "Embedder", "FastembedEmbedder", "OpenAIEmbedder", "load_embedder"]
+__all__ = ["Embedder", "FastembedEmbedder", "OpenAIEmbedder", "load_embedder"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,73 +42,6 @@ class Embedder(Protocol):
     def windows(self, text: str) -> list[str]:
         """``text`` cut into overlapping pieces the model reads whole; ``[text]`` when it fits."""
         ...
-
-
-class _Request:
-    __slots__ = ("done", "error", "texts", "vectors")
-
-    def __init__(self, texts: list[str]) -> None:
-        self.texts = texts
-        self.vectors: list[np.ndarray] = []
-        self.error: BaseException | None = None
-        self.done = anyio.Event()
-
-
-class Coalescer:
-    """Merges concurrent ``embed`` calls into model batches, at most ``leaders`` batches at once.
-
-    A caller that finds fewer than ``leaders`` batches running becomes a leader: it embeds the
-    texts queued so far (up to ``max_texts``) in one call, hands each caller its vectors, and
-    repeats while callers keep arriving. Under load, N concurrent stores cost a few batched
-    inferences instead of N. A leader's loop is shielded from cancellation so a disconnecting
-    client never strands the others.
-    """
-
-    def __init__(
-        self, embed: Callable[[list[str]], Awaitable[list[np.ndarray]]], max_texts: int, leaders: int = 1
-    ) -> None:
-        self._embed = embed
-        self._max_texts = max_texts
-        self._max_leaders = leaders
-        self._queue: list[_Request] = []
-        self._leaders = 0
-
-    async def embed(self, texts: list[str]) -> list[np.ndarray]:
-        """One vector per text, same order; raises what the underlying call raised."""
-        request = _Request(texts)
-        self._queue.append(request)
-        if self._leaders < self._max_leaders:
-            self._leaders += 1
-            try:
-                with anyio.CancelScope(shield=True):
-                    await self._drain()
-            finally:
-                self._leaders -= 1
-        await request.done.wait()
-        if request.error is not None:
-            raise request.error
-        return request.vectors
-
-    async def _drain(self) -> None:
-        while self._queue:
-            batch: list[_Request] = []
-            size = 0
-            while self._queue and (not batch or size + len(self._queue[0].texts) <= self._max_texts):
-                request = self._queue.pop(0)
-                batch.append(request)
-                size += len(request.texts)
-            try:
-                vectors = await self._embed([text for request in batch for text in request.texts])
-            except Exception as exc:
-                for request in batch:
-                    request.error = exc
-                    request.done.set()
-                continue
-            offset = 0
-            for request in batch:
-                request.vectors = vectors[offset : offset + len(request.texts)]
-                offset += len(request.texts)
-                request.done.set()
 
 
 def _offline_model_dir(cache_dir: Path) -> Path | None:

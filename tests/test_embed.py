@@ -6,7 +6,7 @@ import anyio
 import numpy as np
 import pytest
 
-from mcp_memory.embed import Coalescer
+from mcp_memory.coalesce import Coalescer
 
 pytestmark = pytest.mark.anyio
 
