@@ -22,6 +22,7 @@ from mcp_memory.embed import Embedder, OpenAIEmbedder, load_embedder
 from mcp_memory.errors import McpMemoryError, SchemaError
 from mcp_memory.llm import LlmClient
 from mcp_memory.settings import Settings
+from mcp_memory.vector_cache import VectorCache
 
 __all__ = ["Deps", "Ready"]
 
@@ -36,6 +37,7 @@ class Ready:
     repository: Repository
     embedder: Embedder
     llm: LlmClient
+    vectors: VectorCache
 
 
 class Deps:
@@ -98,7 +100,8 @@ class Deps:
         repository = Repository(self._pool, embedder.model)
         self._llm = LlmClient(settings.llm, repository)
         logger.info("ready: model %s (%d dims)", embedder.model, embedder.dim)
-        return Ready(settings=settings, repository=repository, embedder=embedder, llm=self._llm)
+        vectors = VectorCache(settings.recall.vector_cache_mb * 2**20, settings.recall.exact_search_max_memories)
+        return Ready(settings=settings, repository=repository, embedder=embedder, llm=self._llm, vectors=vectors)
 
     def status(self) -> dict[str, str]:
         """``{"status": "starting" | "ready" | "error", "detail": ...}`` for the health endpoint."""

@@ -90,7 +90,7 @@ async def recall(ready: Ready, session: str, query: str, top_k: int | None = Non
     clock.lap("embed")
     # The vector list reaches at least top_k deep, so a session of top_k memories fills the result.
     depth = tuning.model_copy(update={"vector_candidates": max(tuning.vector_candidates, top_k)})
-    lists = await search(ready.repository, session, plan, vectors, depth)
+    lists = await search(ready.repository, ready.vectors, session, plan, vectors, depth)
     clock.lap("search")
 
     weights = {

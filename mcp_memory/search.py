@@ -17,6 +17,7 @@ import numpy as np
 from mcp_memory.db.repository import Repository
 from mcp_memory.models import Plan
 from mcp_memory.settings import RecallSettings
+from mcp_memory.vector_cache import VectorCache
 
 __all__ = ["cjk_bigrams", "search", "trigram_terms"]
 
@@ -51,11 +52,17 @@ def trigram_terms(queries: list[str]) -> tuple[list[str], list[str]]:
 
 
 async def search(
-    repository: Repository, session: str, plan: Plan, vectors: list[np.ndarray], settings: RecallSettings
+    repository: Repository,
+    vector_cache: VectorCache,
+    session: str,
+    plan: Plan,
+    vectors: list[np.ndarray],
+    settings: RecallSettings,
 ) -> dict[str, list[str]]:
     """Run every list of one recall concurrently.
 
     Args:
+        vector_cache: the vector lists' source (in-process copies, else PostgreSQL).
         plan: retrieval queries (original first) and an optional time window.
         vectors: one embedding per plan query, same order.
 
@@ -66,9 +73,7 @@ async def search(
     cjk, identifiers = trigram_terms(plan.queries)
 
     async def vector_lists() -> None:
-        found = await repository.vector_search(
-            session, vectors, settings.vector_candidates, settings.hnsw_ef_search, settings.exact_search_max_memories
-        )
+        found = await vector_cache.nearest(repository, session, vectors, settings.vector_candidates, settings.hnsw_ef_search)
         for index, hits in enumerate(found):
             lists[f"vector:{index}"] = [memory_id for memory_id, _ in hits]
 

@@ -114,6 +114,11 @@ class RecallSettings(BaseModel):
     exact_search_max_memories: int = Field(
         20_000, ge=0, description="Sessions up to this size get an exact vector scan; larger ones use HNSW."
     )
+    vector_cache_mb: int = Field(
+        128,
+        ge=0,
+        description="Memory for in-process copies of exact-scan sessions' vectors (0: scan in PostgreSQL).",
+    )
     hnsw_ef_search: int = Field(
         800, ge=1, le=1000, description="HNSW candidate list for large sessions (recall@10 0.97 at 100k of 1M, measured)."
     )

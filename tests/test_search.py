@@ -116,8 +116,9 @@ TOPICS = [
 
 
 async def test_the_exact_scan_and_the_hnsw_path_both_return_the_true_nearest_memories(client, deps):
-    """A session of at most exact_search_max_memories is scanned exactly; a larger one goes through
-    HNSW. Both return the brute-force nearest memories, nearest first, with pgvector's distance."""
+    """A session of at most exact_search_max_memories is scanned exactly (in PostgreSQL, or from the
+    in-process copy); a larger one goes through HNSW. All three return the brute-force nearest
+    memories, nearest first, with pgvector's distance."""
     ids = await _store_all(client, "s-vec", TOPICS)
     ready = await deps.ready()
     query = "when is the heating getting repaired?"
@@ -127,9 +128,10 @@ async def test_the_exact_scan_and_the_hnsw_path_both_return_the_true_nearest_mem
     expected = sorted(ids, key=distances.__getitem__)[:8]
     assert expected[0] == ids[11]
 
-    exact = await ready.repository.vector_search("s-vec", [question], 8, 400, 20_000)
-    indexed = await ready.repository.vector_search("s-vec", [question], 8, 400, 0)
-    for found in (exact[0], indexed[0]):
+    exact = await ready.repository.vector_search("s-vec", [question], 8, 400, exact=True)
+    indexed = await ready.repository.vector_search("s-vec", [question], 8, 400, exact=False)
+    held = await ready.vectors.nearest(ready.repository, "s-vec", [question], 8, 400)
+    for found in (exact[0], indexed[0], held[0]):
         assert [memory_id for memory_id, _ in found] == expected
         for memory_id, distance in found:
             assert distance == pytest.approx(distances[memory_id], abs=1e-5)

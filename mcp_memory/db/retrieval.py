@@ -7,13 +7,14 @@ dropped connection). Every statement filters on the session and binds every valu
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import asyncpg
 import numpy as np
 
-__all__ = ["RetrievalQueries"]
+__all__ = ["RetrievalQueries", "SessionVectors", "SessionVersion"]
 
 # The nearest window-0 vectors (memories) and the nearest later windows (memory_chunks), each
 # ``$3`` deep; the caller keeps each memory's best. OFFSET 0 keeps the planner from ordering by
@@ -34,25 +35,101 @@ _INDEXED_NEAREST = (
 )
 
 
+# A session's vectors for an in-process copy: every window of every memory ...
+_SESSION_VECTORS = (
+    "SELECT memory_id, created_at, embedding FROM memories WHERE session = $1"
+    " UNION ALL "
+    "SELECT c.memory_id, m.created_at, c.embedding FROM memory_chunks c JOIN memories m USING (session, memory_id)"
+    " WHERE c.session = $1"
+)
+# ... or those of the memories created after $2 (memories_session_created_at, migration 006).
+_SESSION_VECTORS_SINCE = (
+    "SELECT memory_id, created_at, embedding FROM memories WHERE session = $1 AND created_at > $2"
+    " UNION ALL "
+    "SELECT c.memory_id, m.created_at, c.embedding FROM memories m JOIN memory_chunks c USING (session, memory_id)"
+    " WHERE m.session = $1 AND m.created_at > $2"
+)
+
+
+@dataclass(frozen=True)
+class SessionVersion:
+    """A session's ``memory_stats`` row: ``memories`` now, ``changes`` ever made (inserts, deletes and
+    updates of memories), and ``version``, new at every change and never reused."""
+
+    memories: int
+    changes: int
+    version: int
+
+
+def _version(row: asyncpg.Record | None) -> SessionVersion:
+    if row is None:
+        return SessionVersion(0, 0, 0)
+    return SessionVersion(int(row["n"]), int(row["changes"]), int(row["version"]))
+
+
+@dataclass(frozen=True)
+class SessionVectors:
+    """A session's vectors as read in one snapshot (see ``RetrievalQueries.session_vectors``)."""
+
+    version: SessionVersion
+    memory_ids: list[str]
+    created_at: list[datetime]
+    embeddings: np.ndarray
+
+
 class RetrievalQueries:
     """The ranked lists recall fuses, each a list of (memory_id, score) or memory_ids, best first."""
 
     _run: Callable[[Callable[[asyncpg.Connection], Awaitable[Any]]], Awaitable[Any]]
 
+    async def session_version(self, session: str) -> SessionVersion:
+        """The session's row of ``memory_stats`` (migration 006); zeros for a session never written."""
+        row = await self._run(
+            lambda c: c.fetchrow("SELECT n, changes, version FROM memory_stats WHERE session = $1", session)
+        )
+        return _version(row)
+
+    async def session_vectors(self, session: str, since: datetime | None) -> SessionVectors:
+        """Every vector of ``session`` (window 0 of each memory and its later windows), or only
+        those of memories created after ``since``, with the session's version, in one snapshot.
+
+        Returns:
+            SessionVectors: ``memory_ids`` and ``created_at`` per row, ``embeddings`` as a float32
+            array of shape (rows, dim), and ``version`` as ``session_version`` in the same snapshot.
+        """
+
+        async def work(connection: asyncpg.Connection) -> SessionVectors:
+            async with connection.transaction(isolation="repeatable_read", readonly=True):
+                version = _version(
+                    await connection.fetchrow("SELECT n, changes, version FROM memory_stats WHERE session = $1", session)
+                )
+                if since is None:
+                    rows = await connection.fetch(_SESSION_VECTORS, session)
+                else:
+                    rows = await connection.fetch(_SESSION_VECTORS_SINCE, session, since)
+            matrix = np.array([row["embedding"].to_numpy() for row in rows], dtype=np.float32)
+            return SessionVectors(
+                version=version,
+                memory_ids=[str(row["memory_id"]) for row in rows],
+                created_at=[row["created_at"] for row in rows],
+                embeddings=matrix,
+            )
+
+        return await self._run(work)
+
     async def vector_search(
-        self, session: str, vectors: list[np.ndarray], limit: int, ef_search: int, exact_max: int
+        self, session: str, vectors: list[np.ndarray], limit: int, ef_search: int, exact: bool
     ) -> list[list[tuple[str, float]]]:
         """Per query vector, the ``limit`` nearest memories of ``session`` as (memory_id, distance).
 
         Distance is pgvector's cosine distance ``<=>`` (0 same direction, 2 opposite). A long
         memory counts through its nearest window.
 
-        A session of at most ``exact_max`` memories is scanned exactly: every memory's distance,
-        read through the session's btree, so recall is 1.0 and the cost follows the session's
-        size, not the database's (about 1 ms per 1,000 memories here; see benchmarks/RESULTS.md).
-        A larger session uses HNSW with pgvector 0.8 iterative scans (strict order) at
-        ``ef_search``, planned for this session's own size; those settings are ``SET LOCAL``
-        and end with the transaction.
+        ``exact``: every memory's distance, read through the session's btree, so recall is 1.0 and
+        the cost follows the session's size, not the database's (about 1 ms per 1,000 memories
+        here; see benchmarks/RESULTS.md). Otherwise HNSW with pgvector 0.8 iterative scans (strict
+        order) at ``ef_search``, planned for this session's own size; those settings are ``SET
+        LOCAL`` and end with the transaction.
         """
 
         async def nearest(connection: asyncpg.Connection, sql: str, vector: np.ndarray) -> list[tuple[str, float]]:
@@ -63,8 +140,7 @@ class RetrievalQueries:
             return sorted(best.items(), key=lambda item: (item[1], item[0]))[:limit]
 
         async def work(connection: asyncpg.Connection) -> list[list[tuple[str, float]]]:
-            size = await connection.fetchval("SELECT coalesce(sum(n), 0) FROM memory_stats WHERE session = $1", session)
-            if size <= exact_max:
+            if exact:
                 return [await nearest(connection, _EXACT_NEAREST, vector) for vector in vectors]
             async with connection.transaction():
                 await connection.execute(  # one round trip for all three settings
