@@ -144,8 +144,8 @@ class FastembedEmbedder:
     def _embed_sync(self, texts: list[str]) -> list[np.ndarray]:
         """Embed in the calling worker thread.
 
-        A call that runs alone uses the model with ``threads`` threads (all cores by default: the
-        lowest latency for one query); a call that overlaps another uses a single-threaded copy,
+        A call that runs alone uses the model with ``threads`` threads (one by default; see
+        ``EmbeddingSettings.threads``); a call that overlaps another uses a single-threaded copy,
         so concurrent calls share the cores instead of oversubscribing them (on 2 cores, ingest at
         concurrency 10-50 went from about 65 to 85 stores/s; see benchmarks/RESULTS.md).
         """

@@ -34,6 +34,13 @@ class _Clock:
         self.ms[stage] = round((now - self._last) * 1000, 3)
         self._last = now
 
+    def split(self, first: str, rest: str, first_ms: float) -> None:
+        """Lap two stages that ran as one: ``first`` took ``first_ms``, ``rest`` the remainder
+        (search overlaps the embedding; its share is the time it added after the vectors were ready)."""
+        self.lap(rest)
+        self.ms[first] = round(first_ms, 3)
+        self.ms[rest] = round(max(self.ms[rest] - first_ms, 0.0), 3)
+
 
 def _bounded(result: RecallResult, max_chars: int) -> RecallResult:
     """Drop memories whole from the low-ranked end until the JSON fits ``max_chars``.
@@ -86,12 +93,11 @@ async def recall(ready: Ready, session: str, query: str, top_k: int | None = Non
 
     plan = await plan_query(query, ready.llm, settings.llm.max_plan_queries)
     clock.lap("plan")
-    vectors = await ready.embedder.embed_batch(plan.queries)
-    clock.lap("embed")
     # The vector list reaches at least top_k deep, so a session of top_k memories fills the result.
     depth = tuning.model_copy(update={"vector_candidates": max(tuning.vector_candidates, top_k)})
-    lists = await search(ready.repository, ready.vectors, session, plan, vectors, depth)
-    clock.lap("search")
+    searched = await search(ready.repository, ready.vectors, session, plan, ready.embedder.embed_batch, depth)
+    clock.split("embed", "search", searched.embed_ms)
+    lists = searched.lists
 
     weights = {
         "vector": tuning.vector_weight,

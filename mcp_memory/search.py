@@ -1,5 +1,5 @@
-"""Search: per retrieval query, vector and keyword lists inside one session, plus the
-chronological supplement (most recent memories and the planner's time window).
+"""Search: the query embedding, then per retrieval query, vector and keyword lists inside one
+session, plus the chronological supplement (most recent memories and the planner's time window).
 
 Every list is a ranked list of memory_ids, best first, named ``<kind>[:<query index>]``:
 ``vector:i``, ``keyword:i`` (BM25), ``bigram:cjk`` (Chinese/Japanese/Korean character bigrams),
@@ -10,16 +10,20 @@ error raises (no partial recall is passed off as complete).
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import anyio
 import numpy as np
 
 from mcp_memory.db.repository import Repository
+from mcp_memory.errors import McpMemoryError
 from mcp_memory.models import Plan
 from mcp_memory.settings import RecallSettings
 from mcp_memory.vector_cache import VectorCache
 
-__all__ = ["cjk_bigrams", "search", "trigram_terms"]
+__all__ = ["Searched", "cjk_bigrams", "search", "trigram_terms"]
 
 # Runs of Han, kana and Hangul: text without spaces between words.
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]{2,}")
@@ -56,26 +60,47 @@ async def search(
     vector_cache: VectorCache,
     session: str,
     plan: Plan,
-    vectors: list[np.ndarray],
+    embed: Callable[[list[str]], Awaitable[list[np.ndarray]]],
     settings: RecallSettings,
-) -> dict[str, list[str]]:
-    """Run every list of one recall concurrently.
+) -> Searched:
+    """Embed the plan's queries and run every list of one recall, all at once.
+
+    The text lists (BM25, identifiers, CJK bigrams, recent, window) and the session's version
+    read do not need the query vectors, so they run while the model embeds; only the vector
+    lists wait for it (at 10k memories this hides about 2 ms of database time behind the
+    embedding; benchmarks/RESULTS.md).
 
     Args:
         vector_cache: the vector lists' source (in-process copies, else PostgreSQL).
         plan: retrieval queries (original first) and an optional time window.
-        vectors: one embedding per plan query, same order.
+        embed: the embedder's ``embed_batch``; called once, with all of the plan's queries.
 
     Returns:
-        list name -> memory_ids, best first; empty lists are left out.
+        Searched: list name -> memory_ids, best first (empty lists left out), and the
+        milliseconds until the query vectors were ready.
+
+    Raises:
+        EmbeddingError, DatabaseUnavailable: the first error of any list, unwrapped.
     """
     lists: dict[str, list[str]] = {}
+    embed_ms = 0.0
     cjk, identifiers = trigram_terms(plan.queries)
+    started = time.perf_counter()
 
     async def vector_lists() -> None:
-        found = await vector_cache.nearest(repository, session, vectors, settings.vector_candidates, settings.hnsw_ef_search)
+        version = await repository.session_version(session)
+        vectors = await embedded.wait()
+        found = await vector_cache.nearest(
+            repository, session, vectors, settings.vector_candidates, settings.hnsw_ef_search, version
+        )
         for index, hits in enumerate(found):
             lists[f"vector:{index}"] = [memory_id for memory_id, _ in hits]
+
+    async def embed_queries() -> None:
+        nonlocal embed_ms
+        vectors = await embed(plan.queries)
+        embed_ms = (time.perf_counter() - started) * 1000
+        embedded.set(vectors)
 
     async def keyword_list(index: int, query: str) -> None:
         hits = await repository.keyword_search(session, query, settings.keyword_candidates)
@@ -97,16 +122,46 @@ async def search(
         window = plan.time_window
         lists["window"] = await repository.in_window(session, window.start, window.end, settings.window_candidates)
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(vector_lists)
-        for index, query in enumerate(plan.queries):
-            group.start_soon(keyword_list, index, query)
-        if cjk:
-            group.start_soon(bigram_list, cjk_bigrams(cjk))
-        if identifiers:
-            group.start_soon(trigram_list, "trigram:id", identifiers, _IDENTIFIER_THRESHOLD)
-        if settings.recent_candidates:
-            group.start_soon(recent_list)
-        if plan.time_window is not None and settings.window_candidates:
-            group.start_soon(window_list)
-    return {name: ids for name, ids in sorted(lists.items()) if ids}
+    embedded = _Result()
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(embed_queries)
+            group.start_soon(vector_lists)
+            for number, query in enumerate(plan.queries):
+                group.start_soon(keyword_list, number, query)
+            if cjk:
+                group.start_soon(bigram_list, cjk_bigrams(cjk))
+            if identifiers:
+                group.start_soon(trigram_list, "trigram:id", identifiers, _IDENTIFIER_THRESHOLD)
+            if settings.recent_candidates:
+                group.start_soon(recent_list)
+            if plan.time_window is not None and settings.window_candidates:
+                group.start_soon(window_list)
+    except ExceptionGroup as failed:  # raise the list's own error, not "unhandled errors in a TaskGroup"
+        known, rest = failed.split(McpMemoryError)
+        raise (known or rest or failed).exceptions[0] from None
+    return Searched({name: ids for name, ids in sorted(lists.items()) if ids}, embed_ms)
+
+
+class _Result:
+    """A value one task hands to another once."""
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+        self._value: list[np.ndarray] = []
+
+    def set(self, value: list[np.ndarray]) -> None:
+        self._value = value
+        self._event.set()
+
+    async def wait(self) -> list[np.ndarray]:
+        await self._event.wait()
+        return self._value
+
+
+@dataclass(frozen=True)
+class Searched:
+    """What ``search`` found: the ranked lists, and how long the query embedding took (ms)."""
+
+    lists: dict[str, list[str]]
+    embed_ms: float

@@ -61,7 +61,13 @@ class EmbeddingSettings(BaseModel):
         None, ge=1, description="Texts per embedding call; unset = 8 for fastembed (faster on CPU), 64 for openai."
     )
     threads: int | None = Field(
-        None, ge=1, description="ONNX Runtime threads of a local model call running alone; unset = all cores."
+        1,
+        ge=1,
+        description=(
+            "ONNX Runtime threads of a local model call running alone; None = all cores. More threads embed one"
+            " query faster (3.7 vs 5.9 ms on 2 cores) but spin between calls: the server burned twice the CPU"
+            " per recall and served 18% fewer recalls/s at concurrency 10 (benchmarks/RESULTS.md)."
+        ),
     )
     workers: int = Field(
         2, ge=1, description="Local model calls run at once; a call overlapping another runs single-threaded."
