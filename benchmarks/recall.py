@@ -78,7 +78,7 @@ async def ensure_sessions(
     built = await rebuild_indexes(pool)
     report.update({f"build_{k}_s": v for k, v in built.items()})
     report["total_memories"] = await pool.fetchval("SELECT count(*) FROM memories")
-    report["total_sessions"] = await pool.fetchval("SELECT count(*) FROM memory_stats")
+    report["total_sessions"] = await pool.fetchval("SELECT count(*) FROM memory_stats WHERE n > 0")
     return report
 
 

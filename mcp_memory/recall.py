@@ -111,9 +111,11 @@ async def recall(ready: Ready, session: str, query: str, top_k: int | None = Non
     pool_size = max(top_k * 2, top_k + 10)
     if tuning.neighbor_weight > 0 and fused:
         anchors = [memory_id for memory_id, _ in fused[: tuning.neighbor_anchors]]
-        neighbours = await ready.repository.neighbours(
-            session, anchors, tuning.neighbor_span, tuning.neighbor_max_gap_s
-        )
+        neighbours = ready.vectors.neighbours(session, anchors, tuning.neighbor_span, tuning.neighbor_max_gap_s)
+        if neighbours is None:  # no in-process copy of this session
+            neighbours = await ready.repository.neighbours(
+                session, anchors, tuning.neighbor_span, tuning.neighbor_max_gap_s
+            )
         fused = spread(fused, neighbours, tuning.neighbor_weight)
     rows = await ready.repository.fetch(session, [memory_id for memory_id, _ in fused[:pool_size]])
     candidates = [rows[i].model_copy(update={"score": s}) for i, s in fused[:pool_size] if i in rows]

@@ -29,6 +29,10 @@ __all__ = ["Searched", "cjk_bigrams", "search", "trigram_terms"]
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]{2,}")
 # Identifiers: tokens holding a digit, or joined by - _ . / (order numbers, file names, error codes).
 _IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[-_./:#][A-Za-z0-9]+)+|[A-Za-z]*\d[A-Za-z0-9]*")
+# ... but not hyphenated words ("self-portrait", "open-world", "Jean-Luc"): BM25 already has them
+# (PostgreSQL's parser indexes the compound and its parts), and their common trigrams made the
+# identifier list scan thousands of memories (30-65 ms in a 10k session; benchmarks/RESULTS.md).
+_HYPHENATED_WORD = re.compile(r"[A-Za-z][a-z]*(?:-[A-Za-z][a-z]*)+")
 _IDENTIFIER_THRESHOLD = 0.6
 
 
@@ -50,7 +54,7 @@ def trigram_terms(queries: list[str]) -> tuple[list[str], list[str]]:
         for run in _CJK_RUN.findall(query):
             cjk[run] = None
         for token in _IDENTIFIER.findall(query):
-            if len(token) >= 3:
+            if len(token) >= 3 and not _HYPHENATED_WORD.fullmatch(token):
                 identifiers[token] = None
     return list(cjk), list(identifiers)
 

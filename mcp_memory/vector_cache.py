@@ -30,7 +30,7 @@ from mcp_memory.db.retrieval import SessionVectors, SessionVersion
 
 __all__ = ["VectorCache"]
 
-_ID_BYTES = 120  # a memory_id as a Python str in a list and a set, roughly
+_ID_BYTES = 250  # a memory_id as a Python str in a list, a set and the timeline, with its datetime, roughly
 
 
 class _Copy:
@@ -41,6 +41,8 @@ class _Copy:
     def __init__(self, snapshot: SessionVectors) -> None:
         self.memory_ids: list[str] = []
         self.known: set[str] = set()
+        self.timeline: list[tuple[datetime, str]] = []  # (occurred_at, memory_id) of each memory, in order
+        self._places: dict[str, int] | None = None  # memory_id -> index in timeline, rebuilt after a change
         self.columns = np.empty((1, 0), dtype=np.float32)
         self.rows = 0
         self.memories = 0
@@ -51,6 +53,26 @@ class _Copy:
     @property
     def nbytes(self) -> int:
         return self.columns.nbytes + _ID_BYTES * len(self.memory_ids)
+
+    def neighbours(self, memory_ids: list[str], span: int, max_gap_s: float) -> dict[str, list[str]]:
+        """``RetrievalQueries.neighbours`` from the copy: for each id, up to ``span`` memories just
+        before and after it in (occurred_at, memory_id) order, at most ``max_gap_s`` seconds away."""
+        if self._places is None:
+            self._places = {memory_id: place for place, (_, memory_id) in enumerate(self.timeline)}
+        timeline, found = self.timeline, {}
+        for memory_id in memory_ids:
+            place = self._places.get(memory_id)
+            if place is None:
+                continue
+            at = timeline[place][0]
+            near = [
+                other
+                for when, other in (*reversed(timeline[max(place - span, 0) : place]), *timeline[place + 1 : place + 1 + span])
+                if abs((when - at).total_seconds()) <= max_gap_s
+            ]
+            if near:
+                found[memory_id] = near
+        return found
 
     def extend(self, snapshot: SessionVectors) -> None:
         """Append the snapshot's vectors; the caller has checked they are the only change."""
@@ -66,6 +88,10 @@ class _Copy:
                 self.columns = grown
             self.columns[:, self.rows : needed] = added.T
             self.rows = needed
+        new = {m: o for m, o in zip(snapshot.memory_ids, snapshot.occurred_at, strict=True) if m not in self.known}
+        if new:
+            self.timeline = sorted([*self.timeline, *((o, m) for m, o in new.items())])
+            self._places = None
         self.memory_ids.extend(snapshot.memory_ids)
         self.known.update(snapshot.memory_ids)
         self.memories = len(self.known)
@@ -150,6 +176,16 @@ class VectorCache:
         self._copies.move_to_end(session)
         return [copy.nearest(vector, limit) for vector in vectors]
 
+    def neighbours(self, session: str, memory_ids: list[str], span: int, max_gap_s: float) -> dict[str, list[str]] | None:
+        """The chronological neighbours of ``memory_ids`` from the session's copy, as
+        ``Repository.neighbours`` returns them; None when the session has no copy (ask PostgreSQL).
+
+        Call it after ``nearest`` in the same recall: the copy was then checked against the
+        session's version a few milliseconds before.
+        """
+        copy = self._copies.get(session)
+        return None if copy is None else copy.neighbours(memory_ids, span, max_gap_s)
+
     async def _refresh(self, repository: Repository, session: str, seen: SessionVersion) -> _Copy | None:
         """Bring the session's copy up to date; None when it does not fit the budget."""
         if seen.memories * self._memory_bytes > self._budget:
@@ -164,7 +200,8 @@ class VectorCache:
                 if now.version == then.version:
                     pass  # another recall refreshed it meanwhile
                 elif (
-                    not added & copy.known  # no memory already held changed
+                    added
+                    and not added & copy.known  # no memory already held changed
                     and now.memories == then.memories + len(added)
                     and now.changes == then.changes + len(added)  # every change is an insert found here
                 ):
@@ -173,11 +210,12 @@ class VectorCache:
                     copy = None  # a delete, an update, or an insert the delta missed
             if copy is None:
                 snapshot = await repository.session_vectors(session, None)
-                if snapshot.version.memories == 0 or snapshot.version.memories > self._exact_max:
-                    self._copies.pop(session, None)
-                    return None
-                copy = _Copy(snapshot)
-                self._memory_bytes = max(copy.nbytes // copy.memories, 1)
+                copy = _Copy(snapshot) if snapshot.memory_ids else None
+                if copy is not None:
+                    self._memory_bytes = max(copy.nbytes // copy.memories, 1)
+            if copy is None or copy.memories > self._exact_max:  # emptied, or grown past the exact scan
+                self._copies.pop(session, None)
+                return None
             self._copies[session] = copy
             self._copies.move_to_end(session)
             while self._copies and self.nbytes > self._budget:

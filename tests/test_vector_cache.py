@@ -105,10 +105,10 @@ async def test_sessions_over_the_budget_or_the_exact_limit_are_searched_in_postg
     await _assert_same_as_postgres(ready, none, "s-a")
     assert none.nbytes == 0
 
-    one_session = VectorCache(budget_bytes=6 * 384 * 4 + 6 * 200, exact_max=20_000)
+    one_session = VectorCache(budget_bytes=6 * 384 * 4 + 6 * 300, exact_max=20_000)
     for session in ("s-a", "s-b", "s-a", "s-b"):  # each copy pushes the other out
         await _assert_same_as_postgres(ready, one_session, session)
-        assert 0 < one_session.nbytes <= 6 * 384 * 4 + 6 * 200
+        assert 0 < one_session.nbytes <= 6 * 384 * 4 + 6 * 300
 
     hnsw = VectorCache(budget_bytes=64 * 1024 * 1024, exact_max=3)  # 6 memories: HNSW, never copied
     vectors = await ready.embedder.embed_batch(QUERIES)
@@ -135,3 +135,36 @@ async def test_a_truncated_and_refilled_session_is_not_taken_for_the_old_one(cli
     refilled = [await _store(client, "s-trunc", text) for text in TEXTS[3:6]]
     hits = await _assert_same_as_postgres(ready, cache, "s-trunc")
     assert set(hits[0]) == set(refilled)
+
+
+async def test_neighbours_from_the_copy_match_postgres_after_every_change(client, deps):
+    """Chronological neighbours (for score spreading) come from the copy's timeline: the same sets
+    PostgreSQL returns, with ties on occurred_at broken by memory_id and the gap respected."""
+    ready = await deps.ready()
+    cache = VectorCache(budget_bytes=64 * 1024 * 1024, exact_max=20_000)
+    times = ["09:00", "09:00", "09:10", "09:30", "12:00", "12:00", "12:05", "15:00"]
+    ids = []
+    for i, (text, at) in enumerate(zip(TEXTS + ["We booked the ferry", "The ferry was late"], times, strict=True)):
+        result = await client.call_tool(
+            "store_memory", {"session": "s-time", "content": f"{text} ({i})", "occurred_at": f"2026-03-0{1 + i // 6}T{at}:00Z"}
+        )
+        ids.append(result.structured_content["memory_id"])
+
+    async def same() -> None:
+        await _assert_same_as_postgres(ready, cache, "s-time")
+        for span in (1, 2, 3):
+            for gap in (0.0, 600.0, 3600.0):
+                held = cache.neighbours("s-time", ids, span, gap)
+                scanned = await ready.repository.neighbours("s-time", ids, span, gap)
+                assert held is not None
+                assert {k: sorted(v) for k, v in held.items()} == {k: sorted(v) for k, v in scanned.items()}
+
+    await same()
+    extra = await client.call_tool(
+        "store_memory", {"session": "s-time", "content": "A late note about the ferry", "occurred_at": "2026-03-01T09:05:00Z"}
+    )
+    ids.append(extra.structured_content["memory_id"])
+    await same()
+    await client.call_tool("delete_memory", {"session": "s-time", "memory_id": ids[2]})
+    await same()
+    assert VectorCache(0, 20_000).neighbours("s-time", ids, 2, 3600.0) is None  # no copy: ask PostgreSQL

@@ -23,8 +23,8 @@ _EXACT_NEAREST = (
     "(SELECT memory_id, distance FROM (SELECT memory_id, embedding <=> $2 AS distance FROM memories"
     "  WHERE session = $1 OFFSET 0) m ORDER BY distance, memory_id LIMIT $3)"
     " UNION ALL "
-    "(SELECT memory_id, distance FROM (SELECT memory_id, embedding <=> $2 AS distance FROM memory_chunks"
-    "  WHERE session = $1 OFFSET 0) c ORDER BY distance, memory_id LIMIT $3)"
+    "(SELECT memory_id, min(embedding <=> $2) AS distance FROM memory_chunks"
+    "  WHERE session = $1 GROUP BY memory_id ORDER BY distance, memory_id LIMIT $3)"
 )
 _INDEXED_NEAREST = (
     "(SELECT memory_id, embedding <=> $2 AS distance FROM memories"
@@ -37,17 +37,17 @@ _INDEXED_NEAREST = (
 
 # A session's vectors for an in-process copy: every window of every memory ...
 _SESSION_VECTORS = (
-    "SELECT memory_id, created_at, embedding FROM memories WHERE session = $1"
+    "SELECT memory_id, created_at, occurred_at, embedding FROM memories WHERE session = $1"
     " UNION ALL "
-    "SELECT c.memory_id, m.created_at, c.embedding FROM memory_chunks c JOIN memories m USING (session, memory_id)"
-    " WHERE c.session = $1"
+    "SELECT c.memory_id, m.created_at, m.occurred_at, c.embedding"
+    " FROM memory_chunks c JOIN memories m USING (session, memory_id) WHERE c.session = $1"
 )
 # ... or those of the memories created after $2 (memories_session_created_at, migration 006).
 _SESSION_VECTORS_SINCE = (
-    "SELECT memory_id, created_at, embedding FROM memories WHERE session = $1 AND created_at > $2"
+    "SELECT memory_id, created_at, occurred_at, embedding FROM memories WHERE session = $1 AND created_at > $2"
     " UNION ALL "
-    "SELECT c.memory_id, m.created_at, c.embedding FROM memories m JOIN memory_chunks c USING (session, memory_id)"
-    " WHERE m.session = $1 AND m.created_at > $2"
+    "SELECT c.memory_id, m.created_at, m.occurred_at, c.embedding"
+    " FROM memories m JOIN memory_chunks c USING (session, memory_id) WHERE m.session = $1 AND m.created_at > $2"
 )
 
 
@@ -74,6 +74,7 @@ class SessionVectors:
     version: SessionVersion
     memory_ids: list[str]
     created_at: list[datetime]
+    occurred_at: list[datetime]
     embeddings: np.ndarray
 
 
@@ -94,7 +95,7 @@ class RetrievalQueries:
         those of memories created after ``since``, with the session's version, in one snapshot.
 
         Returns:
-            SessionVectors: ``memory_ids`` and ``created_at`` per row, ``embeddings`` as a float32
+            SessionVectors: ``memory_ids``, ``created_at`` and ``occurred_at`` per row, ``embeddings`` as a float32
             array of shape (rows, dim), and ``version`` as ``session_version`` in the same snapshot.
         """
 
@@ -112,6 +113,7 @@ class RetrievalQueries:
                 version=version,
                 memory_ids=[str(row["memory_id"]) for row in rows],
                 created_at=[row["created_at"] for row in rows],
+                occurred_at=[row["occurred_at"] for row in rows],
                 embeddings=matrix,
             )
 
