@@ -30,7 +30,7 @@ from mcp_memory.db.retrieval import SessionVectors, SessionVersion
 
 __all__ = ["VectorCache"]
 
-_ID_BYTES = 250  # a memory_id as a Python str in a list, a set and the timeline, with its datetime, roughly
+_ID_BYTES = 350  # a memory_id's str, its entries in a list, a set, the timeline and its index, with a datetime
 
 
 class _Copy:
