@@ -105,10 +105,10 @@ async def test_sessions_over_the_budget_or_the_exact_limit_are_searched_in_postg
     await _assert_same_as_postgres(ready, none, "s-a")
     assert none.nbytes == 0
 
-    one_session = VectorCache(budget_bytes=6 * 384 * 4 + 6 * 300, exact_max=20_000)
+    one_session = VectorCache(budget_bytes=6 * 384 * 4 + 6 * 400, exact_max=20_000)
     for session in ("s-a", "s-b", "s-a", "s-b"):  # each copy pushes the other out
         await _assert_same_as_postgres(ready, one_session, session)
-        assert 0 < one_session.nbytes <= 6 * 384 * 4 + 6 * 300
+        assert 0 < one_session.nbytes <= 6 * 384 * 4 + 6 * 400
 
     hnsw = VectorCache(budget_bytes=64 * 1024 * 1024, exact_max=3)  # 6 memories: HNSW, never copied
     vectors = await ready.embedder.embed_batch(QUERIES)
