@@ -8,6 +8,7 @@ embedding model in the database, pgvector too old) stops the server instead.
 
 from __future__ import annotations
 
+import gc
 import logging
 from dataclasses import dataclass
 
@@ -99,6 +100,12 @@ class Deps:
         self._pool = await open_pool(url, settings.pool_min_size, settings.pool_max_size)
         repository = Repository(self._pool, embedder.model)
         self._llm = LlmClient(settings.llm, repository)
+        # Start-up leaves ~180k objects (modules, the SDK, the model's wrappers) that live as long as
+        # the process; a full collection of them paused every request for ~100 ms (the p99 of
+        # recall; benchmarks/RESULTS.md). Freezing keeps them out of every later collection
+        # (https://docs.python.org/3/library/gc.html#gc.freeze).
+        gc.collect()
+        gc.freeze()
         logger.info("ready: model %s (%d dims)", embedder.model, embedder.dim)
         vectors = VectorCache(settings.recall.vector_cache_mb * 2**20, settings.recall.exact_search_max_memories)
         return Ready(settings=settings, repository=repository, embedder=embedder, llm=self._llm, vectors=vectors)
