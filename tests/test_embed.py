@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
 import anyio
 import numpy as np
 import pytest
 
 from mcp_memory.coalesce import Coalescer
+from mcp_memory.embed import _TOKENIZER_FILES, _offline_model_dir
 
 pytestmark = pytest.mark.anyio
 
@@ -123,3 +127,29 @@ async def test_concurrent_calls_get_the_same_vectors_as_a_call_alone(deps):
             group.start_soon(call, i)
     for i, vector in enumerate(alone):
         assert float(vector @ together[i]) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_servers_starting_together_on_a_fresh_data_dir_all_get_the_assembled_model(tmp_path):
+    """Two HTTP servers started at once on a new data dir raced on one assembly folder: one renamed
+    it into place and the other failed to start with FileNotFoundError. Each now builds its own."""
+    barrier = threading.Barrier(6)
+    found: list[Path | None] = []
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        barrier.wait()
+        try:
+            found.append(_offline_model_dir(tmp_path))
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    target = tmp_path / "all-MiniLM-L6-v2-onnx-int8"
+    assert found == [target] * 6
+    assert sorted(p.name for p in target.iterdir()) == sorted(["model.onnx", *_TOKENIZER_FILES])
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]  # no partial or stale folders left
