@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from urllib.parse import urlsplit
 
 import asyncpg
 import numpy as np
 import pytest
 
 from mcp_memory.db import migrate as migrations
+from databases import database_at
 
 pytestmark = pytest.mark.anyio
 
@@ -19,23 +19,9 @@ LONG = "Minutes of the budget review. " + " ".join(f"line {i}: the travel budget
 async def test_migration_005_moves_existing_embeddings_into_the_row_and_keeps_the_postings(pg_url):
     """A database at migration 004 holds a memory whose embedding PostgreSQL moved to TOAST; after
     the upgrade it sits in the row, and the BM25 postings are intact and read from the index."""
-    admin = await asyncpg.connect(pg_url)
-    name = f"upgrade_{uuid.uuid4().hex[:8]}"
-    await admin.execute(f"CREATE DATABASE {name}")
-    url = urlsplit(pg_url)._replace(path=f"/{name}").geturl()
-    try:
+    async with database_at(pg_url, 4) as url:
         connection = await asyncpg.connect(url)
         try:
-            await connection.execute("CREATE EXTENSION vector; CREATE EXTENSION pg_trgm")
-            await connection.execute(
-                "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-                " applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            for version, file, sql in migrations._migration_files():
-                if version <= 4:
-                    await connection.execute(sql.replace("{dim}", "384"))
-                    await connection.execute("INSERT INTO schema_migrations VALUES ($1, $2)", version, file)
-            await connection.execute("INSERT INTO embedding_model (model, dim) VALUES ('m', 384)")
             vector = np.random.default_rng(1).normal(size=384).astype(np.float32)
             vector /= np.linalg.norm(vector)
             memory_id = uuid.uuid4()
@@ -63,13 +49,10 @@ async def test_migration_005_moves_existing_embeddings_into_the_row_and_keeps_th
             stats = await connection.fetchrow("SELECT n, changes, version FROM memory_stats WHERE session = 's'")
         finally:
             await connection.close()
-        assert toasted_after is False
-        assert np.array_equal(np.array(stored, dtype=np.float32), vector)
-        assert [tuple(r) for r in postings_after] == [tuple(r) for r in postings_before]
-        assert len(postings_before) > 20
-        assert "INCLUDE (tf, dl)" in key
-        assert (stats["n"], stats["changes"]) == (1, 1)  # migration 006 counts the memory already there
-        assert stats["version"] > 0
-    finally:
-        await admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
-        await admin.close()
+    assert toasted_after is False
+    assert np.array_equal(np.array(stored, dtype=np.float32), vector)
+    assert [tuple(r) for r in postings_after] == [tuple(r) for r in postings_before]
+    assert len(postings_before) > 20
+    assert "INCLUDE (tf, dl)" in key
+    assert (stats["n"], stats["changes"]) == (1, 1)  # migration 006 counts the memory already there
+    assert stats["version"] > 0

@@ -16,6 +16,7 @@ from pgvector.asyncpg import register_vector
 
 from mcp_memory.models import NewMemory
 from mcp_memory.vector_cache import VectorCache
+from databases import database_at
 
 pytestmark = pytest.mark.anyio
 
@@ -202,25 +203,11 @@ async def test_random_concurrent_traffic_matches_brute_force(client, deps):
 
 
 async def test_a_database_upgraded_from_005_is_cached_correctly(pg_url):
-    from urllib.parse import urlsplit
-
     from mcp_memory.db import migrate as migrations
     from mcp_memory.db.repository import Repository
 
-    admin = await asyncpg.connect(pg_url)
-    name = f"up_{uuid.uuid4().hex[:8]}"
-    await admin.execute(f"CREATE DATABASE {name}")
-    url = urlsplit(pg_url)._replace(path=f"/{name}").geturl()
-    try:
+    async with database_at(pg_url, 5, DIM) as url:
         c = await asyncpg.connect(url)
-        await c.execute("CREATE EXTENSION vector; CREATE EXTENSION pg_trgm")
-        await c.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-                        " applied_at timestamptz NOT NULL DEFAULT now())")
-        for version, file, sql in migrations._migration_files():
-            if version <= 5:
-                await c.execute(sql.replace("{dim}", str(DIM)))
-                await c.execute("INSERT INTO schema_migrations VALUES ($1, $2)", version, file)
-        await c.execute("INSERT INTO embedding_model (model, dim) VALUES ('m', $1)", DIM)
         await register_vector(c)
         made = [await _insert_raw(c, s, unit(), "m") for s in ("u1", "u1", "u1", "u2", "u3")]
         await c.execute("INSERT INTO memory_chunks VALUES ('u1', $1, 1, $2)", uuid.UUID(made[0]), unit())
@@ -239,6 +226,3 @@ async def test_a_database_upgraded_from_005_is_cached_correctly(pg_url):
         for s in ("u1", "u2", "u3"):
             assert ids((await cache.nearest(repo, s, [q], 5, 800))[0]) == await truth(repo, s, q, 5)
         await pool.close()
-    finally:
-        await admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
-        await admin.close()
