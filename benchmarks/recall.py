@@ -149,7 +149,7 @@ async def main(args: argparse.Namespace) -> None:
     embedder = await load_embedder(settings.embedding, settings.data_dir / "models")
     qvectors = await embedder.embed_batch(asked)
 
-    with ServerProcess(args.data_dir, args.port) as server:
+    with ServerProcess(args.data_dir, args.port, args=args.serve_args.split()) as server:
         async with McpHttp(args.port) as client:
             if args.fill_cache:
                 report["fill_cache"] = await fill_cache(pool, client, server, args.fill_cache)
@@ -196,6 +196,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--total", type=int, default=0, help="fill the database to this many memories")
     parser.add_argument("--sessions-total", type=int, default=10_000, help="... in this many sessions")
     parser.add_argument("--load-only", action="store_true", help="load, build indexes and stop")
+    parser.add_argument("--serve-args", default="", help="extra `mcp-memory serve` options, e.g. --json-response")
     parser.add_argument("--fill-cache", type=int, default=0,
                         help="first recall once in this many filler sessions (fills the vector copies' budget)")
     parser.add_argument("--json", type=Path)
