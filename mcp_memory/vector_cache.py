@@ -194,6 +194,8 @@ class VectorCache:
             return None
         async with self._refresh_lock:  # one load at a time; a waiter finds the copy already fresh
             copy = self._copies.get(session)
+            if copy is not None and copy.version == seen:
+                return copy
             if copy is not None:
                 delta = await repository.session_vectors(session, copy.newest)
                 now, then = delta.version, copy.version
