@@ -6,9 +6,10 @@ take 0.33 ms, 1.5 ms once the matrix has left the CPU cache between recalls (ben
 the session's row of ``memory_stats`` (migration 006; one primary-key read, which choosing exact or
 HNSW needed anyway) and uses the copy only when its ``version`` is the one the copy was taken at
 (every change to the session's memories draws a new version from a sequence). Otherwise it reads
-the memories created since the copy's newest and appends them if they account for every change
-counted in ``changes``; if not (a delete, an update, a TRUNCATE, or an insert that committed
-after a later one), it reloads the session. A memory stored or deleted through any server, this one or another
+the memories created since a second before the copy's newest and appends those it lacks if they
+account for every change counted in ``changes``; if not (a delete, an update, a TRUNCATE, or an
+insert whose transaction started more than a second before one it committed after), it reloads
+the session. A memory stored or deleted through any server, this one or another
 on the same database, is therefore seen by the next recall.
 
 Sessions larger than ``exact_search_max_memories`` go to HNSW in PostgreSQL and are never copied.
@@ -20,7 +21,8 @@ memories in occurred_at order, for the chronological neighbours that score sprea
 from __future__ import annotations
 
 from collections import OrderedDict
-from datetime import datetime
+from dataclasses import replace
+from datetime import datetime, timedelta
 
 import anyio
 import numpy as np
@@ -31,6 +33,7 @@ from mcp_memory.db.retrieval import SessionVectors, SessionVersion
 
 __all__ = ["VectorCache"]
 
+_LATE_COMMIT = timedelta(seconds=1)
 _ID_BYTES = 350  # a memory_id's str, its entries in a list, a set, the timeline and its index, with a datetime
 
 
@@ -123,6 +126,20 @@ class _Copy:
         return list(found.items())
 
 
+def _without(snapshot: SessionVectors, known: set[str]) -> SessionVectors:
+    """The snapshot without the rows of memories already held."""
+    keep = [i for i, memory_id in enumerate(snapshot.memory_ids) if memory_id not in known]
+    if len(keep) == len(snapshot.memory_ids):
+        return snapshot
+    return replace(
+        snapshot,
+        memory_ids=[snapshot.memory_ids[i] for i in keep],
+        created_at=[snapshot.created_at[i] for i in keep],
+        occurred_at=[snapshot.occurred_at[i] for i in keep],
+        embeddings=snapshot.embeddings.reshape(len(snapshot.memory_ids), -1)[keep],
+    )
+
+
 class VectorCache:
     """Exact nearest memories per session, from memory when the session allows, else PostgreSQL."""
 
@@ -136,6 +153,8 @@ class VectorCache:
         self._copies: OrderedDict[str, _Copy] = OrderedDict()
         self._memory_bytes = 384 * 4 + _ID_BYTES  # per memory, until a copy shows the real dimension
         self._refresh_lock = anyio.Lock()
+        self.loads = 0  # whole sessions read into a copy
+        self.appends = 0  # copies brought up to date with only the memories added since
 
     @property
     def nbytes(self) -> int:
@@ -197,22 +216,27 @@ class VectorCache:
             if copy is not None and copy.version == seen:
                 return copy
             if copy is not None:
-                delta = await repository.session_vectors(session, copy.newest)
+                # A second back from the newest: concurrent stores to one session often commit in
+                # another order than they started (created_at is the start), and those are found
+                # here instead of forcing a reload.
+                since = copy.newest - _LATE_COMMIT if copy.newest else None
+                delta = _without(await repository.session_vectors(session, since), copy.known)
                 now, then = delta.version, copy.version
                 added = set(delta.memory_ids)
                 if now.version == then.version:
                     pass  # another recall refreshed it meanwhile
                 elif (
                     added
-                    and not added & copy.known  # no memory already held changed
                     and now.memories == then.memories + len(added)
                     and now.changes == then.changes + len(added)  # every change is an insert found here
                 ):
                     copy.extend(delta)
+                    self.appends += 1
                 else:
                     copy = None  # a delete, an update, or an insert the delta missed
             if copy is None:
                 snapshot = await repository.session_vectors(session, None)
+                self.loads += 1
                 copy = _Copy(snapshot) if snapshot.memory_ids else None
                 if copy is not None:
                     self._memory_bytes = max(copy.nbytes // copy.memories, 1)

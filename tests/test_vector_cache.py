@@ -70,12 +70,18 @@ async def test_the_copy_follows_inserts_deletes_and_a_session_emptied_and_refill
 
 async def test_an_insert_that_started_earlier_and_committed_later_is_not_missed(client, deps, pg_url):
     """A transaction's created_at is its start: a memory committed after the copy took in a later
-    one is older than the copy's newest, so the count of changes has to catch it."""
+    one is older than the copy's newest. Within a second it is appended like any new memory
+    (concurrent stores do this all the time); older than that, the change count catches it and
+    the session is reloaded."""
     ready = await deps.ready()
     cache = VectorCache(budget_bytes=64 * 1024 * 1024, exact_max=20_000)
     await _store(client, "s-late", TEXTS[1])
-    [vector] = await ready.embedder.embed_batch([TEXTS[0]])
-    late_id = uuid.uuid4()
+    [late, older] = await ready.embedder.embed_batch([TEXTS[0], TEXTS[3]])
+    late_id, older_id = uuid.uuid4(), uuid.uuid4()
+    insert = (
+        "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, created_at, embedding,"
+        " embedding_model) VALUES ('s-late', $1, $2, $3, now(), {created_at}, $4, $5)"
+    )
     connection = await asyncpg.connect(pg_url)
     await register_vector(connection)
     try:
@@ -85,15 +91,24 @@ async def test_an_insert_that_started_earlier_and_committed_later_is_not_missed(
         await _store(client, "s-late", TEXTS[2])  # committed by another writer meanwhile
         await _assert_same_as_postgres(ready, cache, "s-late")
         await connection.execute(
-            "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, embedding, embedding_model)"
-            " VALUES ('s-late', $1, $2, $3, now(), $4, $5)",
-            late_id, TEXTS[0], hashlib.sha256(TEXTS[0].encode()).digest(), vector, ready.embedder.model,
+            insert.format(created_at="now()"),
+            late_id, TEXTS[0], hashlib.sha256(TEXTS[0].encode()).digest(), late, ready.embedder.model,
         )
         await transaction.commit()
+        hits = await _assert_same_as_postgres(ready, cache, "s-late")
+        assert hits[0][0] == str(late_id)
+        assert (cache.loads, cache.appends) == (1, 1)
+
+        await connection.execute(  # committed now, but started (so it says) a minute ago
+            insert.format(created_at="now() - interval '1 minute'"),
+            older_id, TEXTS[3], hashlib.sha256(TEXTS[3].encode()).digest(), older, ready.embedder.model,
+        )
     finally:
         await connection.close()
-    hits = await _assert_same_as_postgres(ready, cache, "s-late")
-    assert hits[0][0] == str(late_id)
+    vectors = await ready.embedder.embed_batch([TEXTS[3]])
+    held = await cache.nearest(ready.repository, "s-late", vectors, 5, 800)
+    assert held[0][0][0] == str(older_id)
+    assert (cache.loads, cache.appends) == (2, 1)
 
 
 async def test_sessions_over_the_budget_or_the_exact_limit_are_searched_in_postgres(client, deps):

@@ -6,8 +6,8 @@
 -- memory_stats.changes: how many memories were inserted, deleted or updated in (or out of) the
 --   session; TRUNCATE counts one more than it removed. A copy appends the memories created since its
 --   newest (memories_session_created_at) only when they account for every change; otherwise (a
---   delete, an update, a TRUNCATE, or an insert that started earlier and committed later) it
---   reloads the session.
+--   delete, an update, a TRUNCATE, or an insert that started well before one it committed after)
+--   it reloads the session.
 -- A session's row now stays when its last memory goes (and through TRUNCATE, with n = 0), so its
 -- counter never starts again at zero.
 
