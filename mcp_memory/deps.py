@@ -94,7 +94,8 @@ class Deps:
                     url = await anyio.to_thread.run_sync(start_embedded, settings.data_dir)
         except ExceptionGroup as failed:  # report the component's own error, not "unhandled errors in a TaskGroup"
             known, rest = failed.split(McpMemoryError)
-            raise (known or rest or failed).exceptions[0] from None
+            first = (known or rest or failed).exceptions[0]
+            raise first from first.__cause__  # `from None` would also drop the error's own cause
         assert embedder is not None
         await migrate(url, embedder.model, embedder.dim)
         self._pool = await open_pool(url, settings.pool_min_size, settings.pool_max_size)

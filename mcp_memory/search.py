@@ -143,7 +143,8 @@ async def search(
                 group.start_soon(window_list)
     except ExceptionGroup as failed:  # raise the list's own error, not "unhandled errors in a TaskGroup"
         known, rest = failed.split(McpMemoryError)
-        raise (known or rest or failed).exceptions[0] from None
+        first = (known or rest or failed).exceptions[0]
+        raise first from first.__cause__  # `from None` would also wipe the error's own cause
     return Searched({name: ids for name, ids in sorted(lists.items()) if ids}, embed_ms)
 
 

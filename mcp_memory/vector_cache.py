@@ -7,9 +7,10 @@ the session's row of ``memory_stats`` (migration 006; one primary-key read, whic
 HNSW needed anyway) and uses the copy only when its ``version`` is the one the copy was taken at
 (every change to the session's memories draws a new version from a sequence). Otherwise it reads
 the memories created since a second before the copy's newest and appends those it lacks if they
-account for every change counted in ``changes``; if not (a delete, an update, a TRUNCATE, or an
-insert whose transaction started more than a second before one it committed after), it reloads
-the session. A memory stored or deleted through any server, this one or another
+account for every change counted in ``changes`` and the stats row is the one the copy was taken
+from (``born``, migration 007); if not (a delete, an update, a TRUNCATE, windows changed alone,
+stats emptied by hand, or an insert whose transaction started more than a second before one it
+committed after), it reloads the session. A memory stored or deleted through any server, this one or another
 on the same database, is therefore seen by the next recall.
 
 Sessions larger than ``exact_search_max_memories`` go to HNSW in PostgreSQL and are never copied.
@@ -227,6 +228,7 @@ class VectorCache:
                     pass  # another recall refreshed it meanwhile
                 elif (
                     added
+                    and now.born == then.born  # the same row: its count of changes never restarted
                     and now.memories == then.memories + len(added)
                     and now.changes == then.changes + len(added)  # every change is an insert found here
                 ):

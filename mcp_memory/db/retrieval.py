@@ -59,12 +59,13 @@ class SessionVersion:
     memories: int
     changes: int
     version: int
+    born: int = 0  # the row's creation (migration 007); a new one restarts `changes`
 
 
 def _version(row: asyncpg.Record | None) -> SessionVersion:
     if row is None:
-        return SessionVersion(0, 0, 0)
-    return SessionVersion(int(row["n"]), int(row["changes"]), int(row["version"]))
+        return SessionVersion(0, 0, 0, 0)
+    return SessionVersion(int(row["n"]), int(row["changes"]), int(row["version"]), int(row["born"]))
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class RetrievalQueries:
     async def session_version(self, session: str) -> SessionVersion:
         """The session's row of ``memory_stats`` (migration 006); zeros for a session never written."""
         row = await self._run(
-            lambda c: c.fetchrow("SELECT n, changes, version FROM memory_stats WHERE session = $1", session)
+            lambda c: c.fetchrow("SELECT n, changes, version, born FROM memory_stats WHERE session = $1", session)
         )
         return _version(row)
 
@@ -102,7 +103,7 @@ class RetrievalQueries:
         async def work(connection: asyncpg.Connection) -> SessionVectors:
             async with connection.transaction(isolation="repeatable_read", readonly=True):
                 version = _version(
-                    await connection.fetchrow("SELECT n, changes, version FROM memory_stats WHERE session = $1", session)
+                    await connection.fetchrow("SELECT n, changes, version, born FROM memory_stats WHERE session = $1", session)
                 )
                 if since is None:
                     rows = await connection.fetch(_SESSION_VECTORS, session)
