@@ -89,7 +89,7 @@ def parse_occurred_at(value: str | None, now: datetime | None = None) -> datetim
         A timezone-aware datetime.
 
     Raises:
-        InvalidInput: the text is not ISO 8601.
+        InvalidInput: the text is not ISO 8601, or its instant falls outside years 1..9999 in UTC.
     """
     if value is None:
         return now or datetime.now(UTC)
@@ -104,6 +104,12 @@ def parse_occurred_at(value: str | None, now: datetime | None = None) -> datetim
         parsed = datetime.combine(parsed.date(), time(0))
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
+    try:
+        parsed.astimezone(UTC)  # stored as UTC: 0001-01-01T00:00+14:00 is before year 1 there
+    except OverflowError:
+        raise InvalidInput(
+            "occurred_at", f"{value!r} is outside 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z once in UTC"
+        ) from None
     return parsed
 
 

@@ -335,6 +335,16 @@ async def test_unparseable_occurred_at_is_rejected_naming_occurred_at(client, pg
     )
 
 
+@pytest.mark.parametrize("value", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-05:00"], ids=["year-0", "year-10000"])
+async def test_occurred_at_outside_years_1_to_9999_in_utc_is_rejected_naming_occurred_at(client, pg_url, value):
+    """Valid ISO 8601 whose UTC instant leaves Python's date range reached asyncpg and came back as a
+    bare "Error executing tool" (found by an engineer attacking the server)."""
+    await _assert_rejected(
+        client, pg_url, "store_memory", {"session": "s-t", "content": "boiler checked", "occurred_at": value},
+        f"occurred_at: {value!r} is outside 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z once in UTC",
+    )
+
+
 # --- sessions, metadata, importance ------------------------------------------------------------------
 
 

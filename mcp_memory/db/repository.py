@@ -27,9 +27,11 @@ __all__ = ["Repository", "StoredRow"]
 T = TypeVar("T")
 
 _CONNECTION_ERRORS = (
-    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.PostgresConnectionError,  # SQLSTATE class 08: the connection failed or is gone
     asyncpg.exceptions.AdminShutdownError,
-    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.CrashShutdownError,  # another backend crashed; PostgreSQL restarts
+    asyncpg.exceptions.CannotConnectNowError,  # starting up or in recovery
+    asyncpg.exceptions.TooManyConnectionsError,
     asyncpg.exceptions.InterfaceError,
     ConnectionError,
     OSError,

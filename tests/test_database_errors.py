@@ -1,0 +1,39 @@
+"""PostgreSQL refusing or dropping connections reaches the caller as DatabaseUnavailable, with its
+reason, never as a bare driver error (which the SDK would hide behind "Error executing tool")."""
+
+from __future__ import annotations
+
+import uuid
+from urllib.parse import urlsplit
+
+import anyio
+import asyncpg
+import pytest
+
+from mcp_memory.db.pool import open_pool
+from mcp_memory.db.repository import Repository
+from mcp_memory.errors import DatabaseUnavailable
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_role_out_of_connections_is_reported_as_database_unavailable(deps, pg_url):
+    """TooManyConnectionsError (53300) was not among the connection errors and escaped raw."""
+    role = f"mm_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(pg_url)
+    await admin.execute(f"CREATE ROLE {role} LOGIN; GRANT SELECT ON memories TO {role}")
+    parts = urlsplit(pg_url)
+    url = parts._replace(netloc=f"{role}:@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")).geturl()
+    pool = await open_pool(url, 1, 1)
+    try:
+        repository = Repository(pool, "m")
+        assert await repository.count("s-none") == 0
+        await admin.execute(f"ALTER ROLE {role} CONNECTION LIMIT 0")
+        await admin.execute(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'")
+        await anyio.sleep(0.5)  # the pooled connection hears it is gone
+        with pytest.raises(DatabaseUnavailable, match="too many connections"):
+            await repository.count("s-none")
+    finally:
+        await pool.close()
+        await admin.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")
+        await admin.close()
