@@ -37,3 +37,20 @@ async def test_a_role_out_of_connections_is_reported_as_database_unavailable(dep
         await pool.close()
         await admin.execute(f"DROP OWNED BY {role}; DROP ROLE {role}")
         await admin.close()
+
+
+async def test_a_pooled_connection_killed_just_before_use_is_replaced(deps, pg_url):
+    """Used within milliseconds of pg_terminate_backend, the dead connection raised asyncpg's
+    InternalClientError ("another operation is in progress"), which was not retried."""
+    admin = await asyncpg.connect(pg_url)
+    pool = await open_pool(pg_url, 1, 1)
+    try:
+        repository = Repository(pool, "m")
+        assert await repository.count("s-none") == 0
+        for _ in range(3):
+            pid = await pool.fetchval("SELECT pg_backend_pid()")
+            await admin.execute("SELECT pg_terminate_backend($1)", pid)
+            assert await repository.count("s-none") == 0
+    finally:
+        await pool.close()
+        await admin.close()

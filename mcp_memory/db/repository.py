@@ -70,7 +70,14 @@ class Repository(RetrievalQueries):
         for attempt in (1, 2):
             try:
                 async with self._pool.acquire() as connection:
-                    return await work(connection)
+                    try:
+                        return await work(connection)
+                    except asyncpg.exceptions.InternalClientError as exc:
+                        # A pooled connection terminated by the server just before it was used can
+                        # fail this way ("another operation is in progress"); it is closed by then.
+                        if connection.is_closed():
+                            raise ConnectionError(f"connection closed by the server: {exc}") from exc
+                        raise
             except _CONNECTION_ERRORS as exc:
                 if attempt == 2:
                     raise DatabaseUnavailable(f"PostgreSQL connection failed twice: {exc}; retry shortly") from exc
