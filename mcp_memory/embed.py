@@ -13,6 +13,8 @@ import importlib.util
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import uuid
 from importlib import resources
@@ -90,7 +92,11 @@ def _offline_model_dir(cache_dir: Path, quantize: bool = True) -> Path | None:
         for name in _TOKENIZER_FILES:
             (partial / name).write_bytes((tokenizer_files / name).read_bytes())
         if quantize:
-            _quantize_dynamic(source_onnx, partial / "model.onnx")
+            try:
+                _quantize_in_child(source_onnx, partial / "model.onnx")
+            except EmbeddingError as exc:
+                logger.warning("%s; the embedding model runs in float32", exc)
+                return _offline_model_dir(cache_dir, quantize=False)
         else:
             shutil.copyfile(source_onnx, partial / "model.onnx")
         (partial / _STAMP_FILE).write_text(stamp)
@@ -108,6 +114,29 @@ def _offline_model_dir(cache_dir: Path, quantize: bool = True) -> Path | None:
     return target
 
 
+def _quantize_in_child(source: Path, target: Path) -> None:
+    """Run ``_quantize_dynamic`` in a child Python process.
+
+    The quantizer holds about 90 MB of model copies that the server would keep resident for
+    its whole life (324 vs 238 MB after start-up), and it may print; in a child the memory goes
+    back to the system and nothing reaches our stdout, which belongs to the stdio protocol.
+
+    Raises:
+        EmbeddingError: the child failed; the message ends with the last line it wrote.
+    """
+    code = "import sys; from pathlib import Path; from mcp_memory.embed import _quantize_dynamic; " \
+        "_quantize_dynamic(Path(sys.argv[1]), Path(sys.argv[2]))"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(source), str(target)], capture_output=True, text=True, timeout=600
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EmbeddingError(f"quantizing the embedding model failed ({type(exc).__name__}: {exc})") from exc
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise EmbeddingError(f"quantizing the embedding model failed (exit status {done.returncode}: {last})")
+
+
 def _quantize_dynamic(source: Path, target: Path) -> None:
     """Write ``source`` to ``target`` with every weight MatMul computed in int8.
 
@@ -116,17 +145,15 @@ def _quantize_dynamic(source: Path, target: Path) -> None:
     weights (``quant_pre_process``) and quantize them again per output channel, with the
     activations quantized per call (``quantize_dynamic``, QInt8 weights; see
     https://onnxruntime.ai/docs/performance/model-optimizations/quantization.html). On 2 cores
-    with AVX-512 VNNI: 297 vs 135 texts/s on one thread, a query in 2.9 vs 6.2 ms; LoCoMo
-    vector-only recall@10 43.3 vs 42.8, and the vectors of the two paths have cosine >= 0.987,
-    so vectors stored by either serve queries from the other (benchmarks/RESULTS.md, round 6).
-    Takes about 4 s, once.
+    with AVX-512 VNNI through fastembed: 181 vs 89 texts/s on one thread, a query in 3.4 vs 6.8
+    ms; LoCoMo vector-only recall@10 over HTTP 41.7 vs 42.2, and the vectors of the two paths
+    have cosine >= 0.98, so vectors stored by either serve queries from the other
+    (benchmarks/RESULTS.md, round 6). Takes about 4 s, once; run by ``_quantize_in_child``.
     """
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     folded = target.with_name("folded.onnx")
-    quiet = _BelowWarning()
-    logging.getLogger().addFilter(quiet)  # the quantizer logs one INFO line per tensor to the root logger
     try:
         # Symbolic shape inference cannot follow this graph's attention reshapes; it is not needed.
         quant_pre_process(str(source), str(folded), skip_symbolic_shape=True)
@@ -134,13 +161,7 @@ def _quantize_dynamic(source: Path, target: Path) -> None:
             folded, target, weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
         )
     finally:
-        logging.getLogger().removeFilter(quiet)
         folded.unlink(missing_ok=True)
-
-
-class _BelowWarning(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING
 
 
 class FastembedEmbedder:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 
@@ -10,7 +11,8 @@ import numpy as np
 import pytest
 
 from mcp_memory.coalesce import Coalescer
-from mcp_memory.embed import _TOKENIZER_FILES, FastembedEmbedder, _offline_model_dir
+from mcp_memory.embed import _TOKENIZER_FILES, FastembedEmbedder, _offline_model_dir, _quantize_in_child
+from mcp_memory.errors import EmbeddingError
 from mcp_memory.settings import EmbeddingSettings
 
 pytestmark = pytest.mark.anyio
@@ -198,3 +200,18 @@ def test_the_default_model_computes_in_int8_and_ranks_like_the_float_model(deps,
     for memories, queries in ((a, a), (b, b), (b, a), (a, b)):  # stored by one path, asked by either
         scores = queries[len(_MEMORIES) :] @ memories[: len(_MEMORIES)].T
         assert [int(i) for i in np.argmax(scores, axis=1)] == [expected for _, expected in _QUERIES]
+
+
+def test_a_model_that_cannot_be_quantized_is_reported_with_the_childs_last_line(tmp_path):
+    (tmp_path / "broken.onnx").write_bytes(b"not a model")
+    with pytest.raises(EmbeddingError, match=r"quantizing the embedding model failed \(exit status 1: .+\)"):
+        _quantize_in_child(tmp_path / "broken.onnx", tmp_path / "model.onnx")
+    assert not (tmp_path / "model.onnx").exists()
+
+
+def test_when_quantizing_fails_the_server_still_starts_on_the_float32_model(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # the child Python cannot run
+    found = _offline_model_dir(tmp_path)
+    assert found == tmp_path / "all-MiniLM-L6-v2-onnx-int8-weights"
+    assert "quantizing the embedding model failed (exit status 1: no output); the embedding model runs in float32" in caplog.text
+    assert sorted(p.name for p in tmp_path.iterdir()) == [found.name]  # no partial folder left
