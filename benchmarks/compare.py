@@ -15,7 +15,7 @@ Two ``mcp-memory serve --transport http`` processes: A runs the package found un
 ``--data-dir``), B the installed working tree on ``--data-dir``. At concurrency 1 the calls
 alternate A, B, A, B on the same questions; at higher concurrency A and B runs alternate in
 blocks of ``--requests``, twice each (ABAB), and the figures are pooled. ``--a-args`` and ``--b-args``
-add ``serve`` options to one side (say ``--b-args=--json-response``). The ranked contents of
+add ``serve`` options to one side (say ``--b-args=--sse``). The ranked contents of
 A and B are compared call by call (memory_ids differ between databases).
 """
 
@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--baseline", type=Path, default=None, help="folder holding the baseline mcp_memory/")
     parser.add_argument("--baseline-data-dir", type=Path, default=None, help="A's data dir (default --data-dir)")
     parser.add_argument("--port", type=int, default=18741)
-    parser.add_argument("--a-args", default="", help="extra `mcp-memory serve` arguments for A, e.g. --json-response")
+    parser.add_argument("--a-args", default="", help="extra `mcp-memory serve` arguments for A, e.g. --sse")
     parser.add_argument("--b-args", default="", help="extra `mcp-memory serve` arguments for B")
     parser.add_argument("--sessions", type=lambda s: s.split(","), default=["bench-10000"])
     parser.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 10])

@@ -196,7 +196,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--total", type=int, default=0, help="fill the database to this many memories")
     parser.add_argument("--sessions-total", type=int, default=10_000, help="... in this many sessions")
     parser.add_argument("--load-only", action="store_true", help="load, build indexes and stop")
-    parser.add_argument("--serve-args", default="", help="extra `mcp-memory serve` options, e.g. --json-response")
+    parser.add_argument("--serve-args", default="", help="extra `mcp-memory serve` options, e.g. --sse")
     parser.add_argument("--fill-cache", type=int, default=0,
                         help="first recall once in this many filler sessions (fills the vector copies' budget)")
     parser.add_argument("--json", type=Path)
