@@ -80,7 +80,7 @@ async def answer(question: str, candidates: list[Candidate], llm: LlmClient, ref
         logger.info("answer reply unusable: %s", exc)
         return Answer(text=refusal, answerable=False, note=f"answer model reply unusable: {exc}")
     except ChatError as exc:
-        logger.info("answering failed: %s", exc)
+        logger.warning("answering failed, ranked memories returned: %s", exc)  # the endpoint is down or misconfigured
         return Answer(text=None, note=f"answer model failed: {exc}")
     known = {candidate.memory_id for candidate in candidates}
     raw_ids = reply.get("memory_ids")

@@ -83,7 +83,7 @@ async def plan_query(query: str, llm: LlmClient, max_queries: int, now: datetime
             "plan", _SYSTEM.format(n=max_queries, today=today), query, "retrieval_plan", PLAN_SCHEMA
         )
     except ChatError as exc:
-        logger.info("planning fell back to the literal query: %s", exc)
+        logger.warning("planning fell back to the literal query: %s", exc)  # the endpoint is down or misconfigured
         return Plan(queries=[query], notes=[f"planner failed, literal query used: {exc}"])
     notes: list[str] = []
     queries = [query]

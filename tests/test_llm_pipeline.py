@@ -157,10 +157,11 @@ async def test_think_blocks_and_code_fences_are_stripped(answering, fake):
     assert result.structured_content["answer"] == "4417"
 
 
-async def test_answer_timeout_degrades_to_ranked_memories_and_is_audited(answering, fake):
+async def test_answer_timeout_degrades_to_ranked_memories_and_is_audited(answering, fake, caplog):
     ids = await _store(answering, "s-a", "The gym locker code is 4417")
     fake.script_chat(ChatReply(content="{}", delay_s=5))
     result = await answering.call_tool("recall_memory", {"session": "s-a", "query": "locker code"})
+    assert [r.levelname for r in caplog.records if "answering failed" in r.getMessage()] == ["WARNING"]
     assert not result.is_error
     assert result.structured_content["answer"] is None
     assert [m["memory_id"] for m in result.structured_content["memories"]] == ids
@@ -231,10 +232,13 @@ async def test_planner_time_window_adds_memories_that_happened_in_it(planning, f
     assert detail["candidates"]["window"] == [ids[4]]
 
 
-async def test_planner_failure_falls_back_to_the_literal_query(planning, fake):
+async def test_planner_failure_falls_back_to_the_literal_query(planning, fake, caplog):
+    """The fallback is audited and logged as a WARNING: an operator reading the server's log at the
+    default level must see that the LLM endpoint fails (it was logged at INFO)."""
     ids = await _store(planning, "s-f", "The design review is on Thursday")
     fake.script_chat(ChatReply(status=500))
     result = await planning.call_tool("recall_memory", {"session": "s-f", "query": "design review"})
+    assert [r.levelname for r in caplog.records if "planning fell back" in r.getMessage()] == ["WARNING"]
     assert [m["memory_id"] for m in result.structured_content["memories"]] == ids
     detail = await _last_audit(planning, "s-f")
     assert detail["queries"] == ["design review"]
