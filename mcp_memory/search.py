@@ -33,15 +33,18 @@ _IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[-_./:#][A-Za-z0-9]+)+|[A-Za-z]*\d[A-Z
 # (PostgreSQL's parser indexes the compound and its parts), and their common trigrams made the
 # identifier list read thousands of memories (39-58 ms in a 10k session; benchmarks/RESULTS.md).
 _HYPHENATED_WORD = re.compile(r"[A-Za-z][a-z]*(?:-[A-Za-z][a-z]*)+")
-# ... nor years, day numbers and ordinals ("2023", "16", "4th"): BM25 indexes them whole, and a
-# year's trigrams (" 20", "202") sit in every date, so the list took 14 ms of PostgreSQL CPU per
-# LoCoMo question that named a year, 60% of the database's work at concurrency 10.
-_DATE_NUMBER = re.compile(r"\d{1,4}|\d{1,2}(?:st|nd|rd|th)", re.IGNORECASE)
+# ... nor years and ordinals ("2023", "4th"): BM25 indexes them whole, and a year's trigrams
+# (" 20", "202") sit in every date, so the list took 14 ms of PostgreSQL CPU per LoCoMo question
+# that named a year, 60% of the database's work at concurrency 10. Other numbers stay: a memory's
+# "PR-4521" or "HTTP-502" is 'pr' + '-4521' to PostgreSQL's parser, so BM25 cannot match "4521".
+_DATE_NUMBER = re.compile(r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th)", re.IGNORECASE)
 # ... nor codes whose parts are all shorter than 3 ("CS:GO", "J.K", "2.4", "v2.8.0"): pg_trgm cuts
 # at punctuation and a part of 1-2 characters gives only trigrams every word of its first letter
 # shares, so the list read the whole session (40 ms for "CS:GO" in 10k memories). BM25 keeps
 # them: PostgreSQL's parser indexes "2.4" and "v2.8.0" as one lexeme.
 _SELECTIVE_PART = re.compile(r"[A-Za-z0-9]{3}")
+# ... nor the groups of a number written with thousands separators ("000" of "10,000").
+_THOUSANDS = re.compile(r"\d,$")
 _IDENTIFIER_THRESHOLD = 0.6
 
 
@@ -62,11 +65,13 @@ def trigram_terms(queries: list[str]) -> tuple[list[str], list[str]]:
     for query in queries:
         for run in _CJK_RUN.findall(query):
             cjk[run] = None
-        for token in _IDENTIFIER.findall(query):
+        for match in _IDENTIFIER.finditer(query):
+            token = match.group()
             if (
                 _SELECTIVE_PART.search(token)
                 and not _HYPHENATED_WORD.fullmatch(token)
                 and not _DATE_NUMBER.fullmatch(token)
+                and not _THOUSANDS.search(query, 0, match.start())
             ):
                 identifiers[token] = None
     return list(cjk), list(identifiers)

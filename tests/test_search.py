@@ -62,16 +62,17 @@ async def test_an_identifier_the_vector_search_misses_is_still_recalled_first(cl
 
 
 def test_identifiers_are_codes_and_file_names_not_hyphenated_words_or_dates():
-    """Hyphenated words, years, day numbers and ordinals go to BM25 only: their common trigrams
+    """Hyphenated words, years and ordinals go to BM25 only: their common trigrams
     made the identifier list read thousands of memories of a 10k session (hyphenated words 30-65 ms,
     the whole p99 of recall; a year 14 ms of PostgreSQL CPU, 60% of its work at concurrency 10)."""
     cjk, identifiers = trigram_terms(
         ["When did Caroline draw a self-portrait? Was it an open-world game, Jean-Luc's T-shirt or CS:GO?",
          "A-77812 err_2231.log ZX-7781 PHX-ABC src/app.py 2023 77812 v2.8.0 release 2.4",
-         "What did Audrey do on 4th October, 2023, and Evan on 9th December 2023 or May 25, 2023? 10,000 users"]
+         "What did Audrey do on 4th October, 2023, and Evan on 9th December 2023 or May 25, 2023? 10,000 users",
+         "#4521 and HTTP 502 in 1999"]
     )
     assert cjk == []
-    assert identifiers == ["A-77812", "err_2231.log", "ZX-7781", "PHX-ABC", "src/app.py", "77812"]
+    assert identifiers == ["A-77812", "err_2231.log", "ZX-7781", "PHX-ABC", "src/app.py", "77812", "4521", "502"]
 
 
 async def test_versions_and_short_codes_left_to_bm25_are_still_found_first(client):
