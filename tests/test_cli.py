@@ -73,3 +73,16 @@ def test_a_misspelt_environment_variable_is_rejected_naming_it(monkeypatch, caps
     err = capsys.readouterr().err.strip()
     assert err.startswith("mcp-memory: unknown setting MCP_MEMORY_LOG_LEVL in the environment; settings are ")
     assert "MCP_MEMORY_LOG_LEVEL" in err and "\n" not in err
+
+
+@pytest.mark.parametrize(("args", "named"), [(["--sse"], "--sse"), (["--port", "9999", "--stateless"], "--port, --stateless")])
+def test_http_options_without_the_http_transport_are_refused_not_ignored(args, named, capsys):
+    """`serve --port 9999` ran on stdio and silently ignored the port (found by a fresh user)."""
+    assert main(["serve", *args]) == 2
+    assert capsys.readouterr().err.strip() == f"mcp-memory: {named} only apply to --transport http"
+
+
+def test_the_log_level_option_takes_any_case(monkeypatch, capsys):
+    monkeypatch.setenv("MCP_MEMORY_LIMITS__MAX_CONTENT_CHARS", "abc")  # stop right after the options are read
+    assert main(["--log-level", "warning", "doctor"]) == 2
+    assert "invalid choice" not in capsys.readouterr().err

@@ -215,3 +215,12 @@ def test_when_quantizing_fails_the_server_still_starts_on_the_float32_model(tmp_
     assert found == tmp_path / "all-MiniLM-L6-v2-onnx-int8-weights"
     assert "quantizing the embedding model failed (exit status 1: no output); the embedding model runs in float32" in caplog.text
     assert sorted(p.name for p in tmp_path.iterdir()) == [found.name]  # no partial folder left
+
+
+def test_a_model_path_that_cannot_be_loaded_is_named_in_the_error_not_the_offline_extra(tmp_path):
+    """With embedding.model_path set, the error told the user to set embedding.model_path."""
+    with pytest.raises(EmbeddingError) as failed:
+        FastembedEmbedder(EmbeddingSettings(model_path=tmp_path / "nowhere"), tmp_path / "cache")
+    message = str(failed.value)
+    assert f"embedding.model_path is {tmp_path / 'nowhere'}" in message
+    assert "offline extra" not in message
