@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from mcp_memory.coalesce import Coalescer
-from mcp_memory.embed import _TOKENIZER_FILES, FastembedEmbedder, _offline_model_dir, _quantize_in_child
+from mcp_memory.embed import FastembedEmbedder
+from mcp_memory.offline_model import _TOKENIZER_FILES, _quantize_in_child, offline_model_dir
 from mcp_memory.errors import EmbeddingError
 from mcp_memory.settings import EmbeddingSettings
 
@@ -142,7 +143,7 @@ def test_servers_starting_together_on_a_fresh_data_dir_all_get_the_assembled_mod
     def start() -> None:
         barrier.wait()
         try:
-            found.append(_offline_model_dir(tmp_path, quantize=False))
+            found.append(offline_model_dir(tmp_path, quantize=False))
         except BaseException as exc:  # noqa: BLE001 - collected for the assertion below
             errors.append(exc)
 
@@ -185,8 +186,8 @@ def test_the_default_model_computes_in_int8_and_ranks_like_the_float_model(deps,
     float path that memories stored by either are found by queries of the other."""
     import onnx
 
-    quantized = _offline_model_dir(base_settings.data_dir / "models")
-    weights = _offline_model_dir(tmp_path, quantize=False)
+    quantized = offline_model_dir(base_settings.data_dir / "models")
+    weights = offline_model_dir(tmp_path, quantize=False)
     ops = {node.op_type for node in onnx.load(str(quantized / "model.onnx")).graph.node}
     assert {"MatMulInteger", "DynamicQuantizeLinear"} <= ops
     assert "MatMulInteger" not in {node.op_type for node in onnx.load(str(weights / "model.onnx")).graph.node}
@@ -211,7 +212,7 @@ def test_a_model_that_cannot_be_quantized_is_reported_with_the_childs_last_line(
 
 def test_when_quantizing_fails_the_server_still_starts_on_the_float32_model(tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(sys, "executable", "/bin/false")  # the child Python cannot run
-    found = _offline_model_dir(tmp_path)
+    found = offline_model_dir(tmp_path)
     assert found == tmp_path / "all-MiniLM-L6-v2-onnx-int8-weights"
     assert "quantizing the embedding model failed (exit status 1: no output); the embedding model runs in float32" in caplog.text
     assert sorted(p.name for p in tmp_path.iterdir()) == [found.name]  # no partial folder left

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.embed import _TOKENIZER_FILES, _offline_model_dir, _quantize_in_child
+from mcp_memory.offline_model import _TOKENIZER_FILES, _quantize_in_child, offline_model_dir
 
 pytestmark = pytest.mark.anyio
 
@@ -53,7 +53,7 @@ def test_the_quantizer_child_does_not_import_modules_from_the_working_directory(
     shadow = tmp_path / "cwd" / "mcp_memory"
     shadow.mkdir(parents=True)
     (shadow / "__init__.py").write_text("")
-    (shadow / "embed.py").write_text("# an older mcp_memory without _quantize_dynamic\n")
+    (shadow / "offline_model.py").write_text("# an older mcp_memory without _quantize_dynamic\n")
     monkeypatch.chdir(tmp_path / "cwd")
     out = tmp_path / "out"
     out.mkdir()
@@ -76,7 +76,7 @@ def test_a_data_dir_from_the_previous_version_keeps_no_second_copy_of_the_model(
     """
     cache_dir = tmp_path / "models"
     _previous_version_folder(cache_dir)
-    found = _offline_model_dir(cache_dir)
+    found = offline_model_dir(cache_dir)
     assert found is not None and (found / "model.onnx").exists()
     assert sorted(p.name for p in cache_dir.iterdir()) == [found.name]
 
@@ -106,7 +106,7 @@ def test_a_read_only_models_folder_from_the_previous_version_still_starts(tmp_pa
 
     monkeypatch.setattr(os, "mkdir", read_only_mkdir)
     for quantize in (False, True):
-        found = _offline_model_dir(cache_dir, quantize=quantize)
+        found = offline_model_dir(cache_dir, quantize=quantize)
         assert found is not None and (found / "model.onnx").exists(), quantize
     assert (old / "model.onnx").exists()
 
@@ -124,7 +124,7 @@ def test_a_server_killed_while_quantizing_leaves_no_57_mb_assembly_folder_for_go
     leftover = cache_dir / f".assembling-all-MiniLM-L6-v2-onnx-int8-dynamic-{dead_pid}-0badc0de"
     leftover.mkdir(parents=True)
     (leftover / "model.onnx").write_bytes(b"\0" * 1024)
-    found = _offline_model_dir(cache_dir, quantize=False)
+    found = offline_model_dir(cache_dir, quantize=False)
     assert sorted(p.name for p in cache_dir.iterdir()) == [found.name]
 
 
