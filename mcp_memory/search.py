@@ -44,7 +44,7 @@ _DATE_NUMBER = re.compile(r"(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th)", re.IGNORECASE
 # them: PostgreSQL's parser indexes "2.4" and "v2.8.0" as one lexeme.
 _SELECTIVE_PART = re.compile(r"[A-Za-z0-9]{3}")
 # ... nor the groups of a number written with thousands separators ("000" of "10,000").
-_THOUSANDS = re.compile(r"\d,$")
+_THOUSANDS = re.compile(r"\d,$")  # matched against the two characters before a token
 _IDENTIFIER_THRESHOLD = 0.6
 
 
@@ -71,7 +71,7 @@ def trigram_terms(queries: list[str]) -> tuple[list[str], list[str]]:
                 _SELECTIVE_PART.search(token)
                 and not _HYPHENATED_WORD.fullmatch(token)
                 and not _DATE_NUMBER.fullmatch(token)
-                and not _THOUSANDS.search(query, 0, match.start())
+                and not _THOUSANDS.match(query, max(match.start() - 2, 0), match.start())
             ):
                 identifiers[token] = None
     return list(cjk), list(identifiers)
