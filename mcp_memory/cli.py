@@ -81,8 +81,8 @@ async def _serve_http(settings: Settings, host: str, port: int, stateless: bool,
     """Serve streamable HTTP until stopped.
 
     ``json_response``: answer each POST with one ``application/json`` body rather than an SSE
-    stream. No tool sends anything before its result, so the stream only cost time: 1.06x p50
-    with one client and 1.11-1.12x recalls/s at concurrency 10 (benchmarks/RESULTS.md); the MCP
+    stream. No tool sends anything before its result, so the stream only cost time: 1.05-1.06x p50
+    with one client and 1.12-1.15x recalls/s at concurrency 10 (benchmarks/RESULTS.md); the MCP
     specification (transports, streamable HTTP) requires clients to accept both.
     """
     import uvicorn

@@ -22,6 +22,7 @@ from mcp_memory.settings import DEFAULT_MODEL, EmbeddingSettings
 
 __all__ = ["Embedder", "FastembedEmbedder", "OpenAIEmbedder", "load_embedder"]
 
+
 class Embedder(Protocol):
     """What the pipeline needs from an embedding model."""
 
