@@ -27,7 +27,7 @@ import asyncpg
 
 from benchmarks.load import connect
 from benchmarks.recall import questions
-from mcp_memory.embed import load_embedder
+from mcp_memory.embedding.embed import load_embedder
 from mcp_memory.settings import Settings
 
 _APP = ("SELECT memory_id, embedding <=> $2 AS distance FROM memories WHERE session = $1"

@@ -21,7 +21,7 @@ import anyio
 
 from benchmarks.harness import McpHttp, ServerProcess, percentiles, run_load
 from benchmarks.load import DATA
-from mcp_memory.embed import load_embedder
+from mcp_memory.embedding.embed import load_embedder
 from mcp_memory.settings import Settings
 
 

@@ -30,7 +30,7 @@ from evals.locomo import default_data_path
 from mcp_memory.db.embedded import start_embedded
 from mcp_memory.db.migrate import migrate
 from mcp_memory.db.pool import open_pool
-from mcp_memory.embed import load_embedder
+from mcp_memory.embedding.embed import load_embedder
 from mcp_memory.settings import Settings
 
 __all__ = ["INDEXES", "connect", "drop_indexes", "fill", "load_texts", "rebuild_indexes", "real_texts"]

@@ -32,7 +32,7 @@ import numpy as np
 
 from benchmarks.harness import McpHttp, ServerProcess, percentiles, run_load
 from benchmarks.load import DATA, INDEXES, connect, drop_indexes, fill, load_texts, rebuild_indexes
-from mcp_memory.embed import load_embedder
+from mcp_memory.embedding.embed import load_embedder
 from mcp_memory.settings import Settings
 
 

@@ -19,11 +19,11 @@ from mcp_memory.db.embedded import start_embedded
 from mcp_memory.db.migrate import migrate
 from mcp_memory.db.pool import open_pool
 from mcp_memory.db.repository import Repository
-from mcp_memory.embed import Embedder, OpenAIEmbedder, load_embedder
+from mcp_memory.embedding.embed import Embedder, OpenAIEmbedder, load_embedder
 from mcp_memory.errors import McpMemoryError, SchemaError
 from mcp_memory.llm import LlmClient
 from mcp_memory.settings import Settings
-from mcp_memory.vector_cache import VectorCache
+from mcp_memory.embedding.vector_cache import VectorCache
 
 __all__ = ["Deps", "Ready"]
 

@@ -20,18 +20,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from mcp_memory import __version__
-from mcp_memory.audit import AUDIT_KINDS
-from mcp_memory.audit import list_audits as read_audits
-from mcp_memory.audit import record
+from mcp_memory.pipeline.audit import AUDIT_KINDS
+from mcp_memory.pipeline.audit import list_audits as read_audits
+from mcp_memory.pipeline.audit import record
 from mcp_memory.deps import Deps
 from mcp_memory.errors import InvalidInput
 from mcp_memory.models import AuditList, DeleteResult, RecallResult, StoreResult, UsageStats
-from mcp_memory.recall import recall
+from mcp_memory.pipeline.recall import recall
 from mcp_memory.schema import inline_refs
 from mcp_memory.settings import Settings
-from mcp_memory.store import store
-from mcp_memory.usage import usage_stats as read_usage
-from mcp_memory.validate import check_memory_id, check_session
+from mcp_memory.pipeline.store import store
+from mcp_memory.pipeline.usage import usage_stats as read_usage
+from mcp_memory.pipeline.validate import check_memory_id, check_session
 
 __all__ = ["build_server"]
 

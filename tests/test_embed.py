@@ -10,9 +10,9 @@ import anyio
 import numpy as np
 import pytest
 
-from mcp_memory.coalesce import Coalescer
-from mcp_memory.embed import FastembedEmbedder
-from mcp_memory.offline_model import _TOKENIZER_FILES, _quantize_in_child, offline_model_dir
+from mcp_memory.embedding.coalesce import Coalescer
+from mcp_memory.embedding.embed import FastembedEmbedder
+from mcp_memory.embedding.offline_model import _TOKENIZER_FILES, _quantize_in_child, offline_model_dir
 from mcp_memory.errors import EmbeddingError
 from mcp_memory.settings import EmbeddingSettings
 

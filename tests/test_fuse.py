@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mcp_memory.fuse import adjust, rrf, spread
+from mcp_memory.pipeline.fuse import adjust, rrf, spread
 from mcp_memory.models import Candidate
 
 

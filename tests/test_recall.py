@@ -19,7 +19,7 @@ from mcp import Client
 
 from mcp_memory.deps import Deps
 from mcp_memory.server import build_server
-from mcp_memory.validate import new_memory
+from mcp_memory.pipeline.validate import new_memory
 
 from tools import store as _store
 

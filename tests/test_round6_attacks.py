@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.offline_model import _TOKENIZER_FILES, _quantize_in_child, offline_model_dir
+from mcp_memory.embedding.offline_model import _TOKENIZER_FILES, _quantize_in_child, offline_model_dir
 
 pytestmark = pytest.mark.anyio
 

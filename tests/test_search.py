@@ -7,7 +7,7 @@ import uuid
 import asyncpg
 import pytest
 
-from mcp_memory.search import trigram_terms
+from mcp_memory.pipeline.search import trigram_terms
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import asyncpg
 import pytest
 from pgvector.asyncpg import register_vector
 
-from mcp_memory.vector_cache import VectorCache
+from mcp_memory.embedding.vector_cache import VectorCache
 
 pytestmark = pytest.mark.anyio
 

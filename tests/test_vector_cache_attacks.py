@@ -15,7 +15,7 @@ import pytest
 from pgvector.asyncpg import register_vector
 
 from mcp_memory.models import NewMemory
-from mcp_memory.vector_cache import VectorCache
+from mcp_memory.embedding.vector_cache import VectorCache
 from databases import database_at
 
 pytestmark = pytest.mark.anyio

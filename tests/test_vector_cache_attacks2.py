@@ -16,7 +16,7 @@ import pytest
 from pgvector.asyncpg import register_vector
 
 from mcp_memory.errors import EmbeddingError
-from mcp_memory.vector_cache import VectorCache
+from mcp_memory.embedding.vector_cache import VectorCache
 
 pytestmark = pytest.mark.anyio
 
@@ -154,7 +154,7 @@ async def test_the_unwrapped_error_keeps_its_cause_for_the_log(client, deps):
     """search() re-raises the first McpMemoryError of its task group; `raise ... from None` also
     wipes that error's own __cause__ (the OpenAI/asyncpg exception the operator needs)."""
     from mcp_memory.models import Plan
-    from mcp_memory.search import search
+    from mcp_memory.pipeline.search import search
 
     ready = await deps.ready()
 

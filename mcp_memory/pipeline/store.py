@@ -6,7 +6,7 @@ from typing import Any
 
 from mcp_memory.deps import Ready
 from mcp_memory.models import StoreResult
-from mcp_memory.validate import new_memory
+from mcp_memory.pipeline.validate import new_memory
 
 __all__ = ["store"]
 

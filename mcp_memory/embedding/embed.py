@@ -15,9 +15,9 @@ import anyio
 import numpy as np
 import openai
 
-from mcp_memory.coalesce import Coalescer
+from mcp_memory.embedding.coalesce import Coalescer
 from mcp_memory.errors import EmbeddingError
-from mcp_memory.offline_model import is_quantized, offline_model_dir
+from mcp_memory.embedding.offline_model import is_quantized, offline_model_dir
 from mcp_memory.settings import DEFAULT_MODEL, EmbeddingSettings
 
 __all__ = ["Embedder", "FastembedEmbedder", "OpenAIEmbedder", "load_embedder"]

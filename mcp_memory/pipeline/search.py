@@ -21,7 +21,7 @@ from mcp_memory.db.repository import Repository
 from mcp_memory.errors import McpMemoryError
 from mcp_memory.models import Plan
 from mcp_memory.settings import RecallSettings
-from mcp_memory.vector_cache import VectorCache
+from mcp_memory.embedding.vector_cache import VectorCache
 
 __all__ = ["Searched", "cjk_bigrams", "search", "trigram_terms"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_memory.audit import record
+from mcp_memory.pipeline.audit import record
 from mcp_memory.db.repository import Repository
 from mcp_memory.models import OperationUsage, UsageStats
 

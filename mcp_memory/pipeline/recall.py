@@ -10,14 +10,14 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from mcp_memory.answer import answer
-from mcp_memory.audit import record
+from mcp_memory.pipeline.answer import answer
+from mcp_memory.pipeline.audit import record
 from mcp_memory.deps import Ready
-from mcp_memory.fuse import adjust, rrf, spread
+from mcp_memory.pipeline.fuse import adjust, rrf, spread
 from mcp_memory.models import Candidate, RecallResult, RecalledMemory
-from mcp_memory.plan import plan_query
-from mcp_memory.search import search
-from mcp_memory.validate import check_session, check_text, check_top_k
+from mcp_memory.pipeline.plan import plan_query
+from mcp_memory.pipeline.search import search
+from mcp_memory.pipeline.validate import check_session, check_text, check_top_k
 
 __all__ = ["recall"]
 

@@ -14,7 +14,7 @@ from typing import Any
 from mcp_memory.errors import ChatError, InvalidInput
 from mcp_memory.llm import LlmClient
 from mcp_memory.models import Plan, TimeWindow
-from mcp_memory.validate import parse_occurred_at
+from mcp_memory.pipeline.validate import parse_occurred_at
 
 __all__ = ["PLAN_SCHEMA", "plan_query"]
 

@@ -164,7 +164,7 @@ def _quantize_in_child(source: Path, target: Path) -> None:
     Raises:
         EmbeddingError: the child failed; the message ends with the last line it wrote.
     """
-    code = "import sys; from pathlib import Path; from mcp_memory.offline_model import _quantize_dynamic; " \
+    code = "import sys; from pathlib import Path; from mcp_memory.embedding.offline_model import _quantize_dynamic; " \
         "_quantize_dynamic(Path(sys.argv[1]), Path(sys.argv[2]))"
     try:
         done = subprocess.run(

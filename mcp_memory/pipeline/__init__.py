@@ -1,0 +1,1 @@
+"""The pipelines: store (validate -> embed -> repository) and recall (plan -> embed -> search -> fuse -> answer -> audit), one module per stage."""
