@@ -39,6 +39,7 @@ class LimitSettings(BaseModel):
     max_metadata_bytes: int = Field(16_384, ge=2, description="Largest metadata object, as UTF-8 JSON bytes.")
     max_top_k: int = Field(100, ge=1, description="Largest top_k a recall may ask for.")
     default_top_k: int = Field(12, ge=1, description="top_k when the caller gives none.")
+    max_supersedes: int = Field(32, ge=1, description="Most memory_ids one store_memory may name in supersedes.")
     max_response_chars: int = Field(
         80_000, ge=1_000, description="Largest serialized recall or audit result; lower-ranked items are dropped whole."
     )
