@@ -378,3 +378,15 @@ def test_rank_survives_a_cycle_in_the_pool():
     ranked, _ = rank(pool, {}, {}, history=False, top_k=2)
 
     assert [c.memory_id for c in ranked] == ["a", "b"]
+
+
+async def test_the_llm_marks_nothing_for_a_memory_superseded_meanwhile(client, deps, pg_url):
+    berlin = await store(client, "s-race", BERLIN)
+    lisbon = await store(client, "s-race", LISBON)
+    porto = await store(client, "s-race", "Alice moved on to Porto.", supersedes=[lisbon])
+    repository = (await deps.ready()).repository
+
+    marked = await repository.mark_superseded("s-race", lisbon, [berlin], "llm")
+
+    assert marked == []
+    assert await _rows(pg_url) == [("s-race", lisbon, porto)]

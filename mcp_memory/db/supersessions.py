@@ -45,9 +45,10 @@ async def mark(
     """Mark ``memory_ids`` superseded by ``successor``; call inside a transaction.
 
     Rules: a memory has one successor, so marking a memory again names the new one (and the new
-    time). The successor is current afterwards: a mark on it is removed, which also keeps chains
-    free of cycles (storing B again with ``supersedes=[A]`` after A superseded B leaves A
-    superseded by B, and B current). Calls that mark in one session take turns (a transaction
+    time). With ``strict`` (the caller's own ``supersedes``) the successor is current afterwards:
+    a mark on it is removed, which also keeps chains free of cycles (storing B again with
+    ``supersedes=[A]`` after A superseded B leaves A superseded by B, and B current). Otherwise
+    (the LLM's picks) a successor that was itself superseded meanwhile marks nothing. Calls that mark in one session take turns (a transaction
     advisory lock), so two of them cannot build a cycle between them. The memories named and the
     successor are locked against deletion until commit (FOR KEY SHARE).
 
@@ -89,9 +90,14 @@ async def mark(
             f"{missing[0]} is not a memory of this session; name memory_ids that store_memory returned for it",
         )
     marked = [memory_id for memory_id in memory_ids if memory_id in present]
-    await connection.execute(
-        "DELETE FROM memory_supersessions WHERE session = $1 AND memory_id = $2::uuid", session, successor
-    )
+    if strict:
+        await connection.execute(
+            "DELETE FROM memory_supersessions WHERE session = $1 AND memory_id = $2::uuid", session, successor
+        )
+    elif await connection.fetchval(
+        "SELECT 1 FROM memory_supersessions WHERE session = $1 AND memory_id = $2::uuid", session, successor
+    ):
+        return []
     if marked:
         await connection.execute(
             "INSERT INTO memory_supersessions (session, memory_id, superseded_by, source)"
