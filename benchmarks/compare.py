@@ -49,6 +49,7 @@ async def main(args: argparse.Namespace) -> None:
                 for concurrency in args.concurrency:
                     lat: dict[str, list[float]] = {"A": [], "B": []}
                     wall = {"A": 0.0, "B": 0.0}
+                    cpu_before = {"A": a.cpu_s(), "B": b.cpu_s()}
                     if concurrency == 1:
                         for question in asked:
                             ra, ms_a = await ca.call("recall_memory", {"session": session, "query": question})
@@ -75,6 +76,12 @@ async def main(args: argparse.Namespace) -> None:
                     if concurrency == 1:
                         run["identical_ranked_contents"] = f"{same}/{len(asked)}"
                     run["peak_rss_mb"] = {"A": round(a.peak_rss / 2**20, 1), "B": round(b.peak_rss / 2**20, 1)}
+                    # Server process CPU (user + system) per recall: steadier than wall time when other
+                    # work shares the machine (PostgreSQL's share is not in it).
+                    cpu = {"A": (a.cpu_s() - cpu_before["A"]) * 1000 / len(lat["A"]),
+                           "B": (b.cpu_s() - cpu_before["B"]) * 1000 / len(lat["B"])}
+                    run["server_cpu_ms_per_recall"] = {name: round(ms, 3) for name, ms in cpu.items()}
+                    run["server_cpu_ratio_B_over_A"] = round(cpu["B"] / cpu["A"], 3)
                     report["runs"].append(run)
                     print(json.dumps(run), flush=True)
     if args.json:

@@ -74,6 +74,12 @@ class ServerProcess:
         assert self.process is not None
         return psutil.Process(self.process.pid).memory_info().rss / 2**20
 
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the server process has used so far."""
+        assert self.process is not None
+        times = psutil.Process(self.process.pid).cpu_times()
+        return times.user + times.system
+
     def reset_peak(self) -> None:
         self.peak_rss = 0
 

@@ -41,7 +41,7 @@ from benchmarks.load import DATA
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fake_openai import ChatReply, FakeOpenAI  # noqa: E402
 
-TOKENIZER = Path(__file__).resolve().parent.parent / "mcp_memory" / "model_files" / "all-MiniLM-L6-v2" / "tokenizer.json"
+TOKENIZER = Path(__file__).resolve().parent.parent / "mcp_memory/model_files/all-MiniLM-L6-v2/tokenizer.json"
 
 
 def conversation_turns(limit: int) -> list[tuple[str, str]]:
@@ -92,9 +92,8 @@ async def main(args: argparse.Namespace) -> None:
                     order = list(clients.items())
                     order = order[index % 3:] + order[: index % 3]  # rotate who goes first
                     for name, client in order:
-                        result, ms = await client.call(
-                            "store_memory", {"session": f"cost-{name}-{stamp}", "content": text, "occurred_at": occurred_at}
-                        )
+                        arguments = {"session": f"cost-{name}-{stamp}", "content": text, "occurred_at": occurred_at}
+                        result, ms = await client.call("store_memory", arguments)
                         latency[name].append(ms)
                         if name == "llm":
                             superseded += len(result.get("superseded", []))

@@ -118,7 +118,8 @@ class Repository(RetrievalQueries, SupersessionQueries):
                 else:
                     if len(embeddings) > 1:
                         await connection.executemany(
-                            "INSERT INTO memory_chunks (session, memory_id, chunk_no, embedding) VALUES ($1, $2, $3, $4)",
+                            "INSERT INTO memory_chunks (session, memory_id, chunk_no, embedding)"
+                            " VALUES ($1, $2, $3, $4)",
                             [(memory.session, row["memory_id"], no, vec) for no, vec in enumerate(embeddings[1:], 1)],
                         )
                     stored = StoredRow(str(row["memory_id"]), row["occurred_at"], False, [])

@@ -48,8 +48,9 @@ async def mark(
     time). With ``strict`` (the caller's own ``supersedes``) the successor is current afterwards:
     a mark on it is removed, which also keeps chains free of cycles (storing B again with
     ``supersedes=[A]`` after A superseded B leaves A superseded by B, and B current). Otherwise
-    (the LLM's picks) a successor that was itself superseded meanwhile marks nothing. Calls that mark in one session take turns (a transaction
-    advisory lock), so two of them cannot build a cycle between them. The memories named and the
+    (the LLM's picks) a successor that was itself superseded meanwhile marks nothing. Calls that
+    mark in one session take turns (a transaction advisory lock), so two of them cannot build a
+    cycle between them. The memories named and the
     successor are locked against deletion until commit (FOR KEY SHARE).
 
     Args:

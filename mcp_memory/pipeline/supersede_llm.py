@@ -88,9 +88,9 @@ async def _candidates(
     ]
     rows = await ready.repository.fetch(memory.session, near)
     current = [
-        rows[found_id]
-        for found_id in near
-        if found_id in rows and rows[found_id].superseded_by is None and rows[found_id].occurred_at <= memory.occurred_at
+        row
+        for row in (rows.get(found_id) for found_id in near)
+        if row is not None and row.superseded_by is None and row.occurred_at <= memory.occurred_at
     ]
     return current[: tuning.candidates]
 
