@@ -390,3 +390,16 @@ async def test_the_llm_marks_nothing_for_a_memory_superseded_meanwhile(client, d
 
     assert marked == []
     assert await _rows(pg_url) == [("s-race", lisbon, porto)]
+
+
+async def test_a_successor_outside_the_candidate_pool_is_read_from_the_database_and_put_first(client):
+    old = await store(client, "s-far", "The team standup is at 09:15 in room Ararat.")
+    for i in range(25):
+        await store(client, "s-far", f"Printer {i} in room Ararat needs toner.")
+    new = await store(client, "s-far", "From June the daily meeting moves to 10:00.", supersedes=[old])
+
+    recalled = await _recall(client, "s-far", "standup in room Ararat", top_k=2)
+    detail = (await call(client, "list_audits", {"session": "s-far", "limit": 1}))["audits"][0]["detail"]
+
+    assert [m["memory_id"] for m in recalled] == [new, old]
+    assert detail["supersession"]["pulled_in"] == [new] and detail["supersession"]["demoted"] == [old]
