@@ -56,3 +56,41 @@ async def test_migration_005_moves_existing_embeddings_into_the_row_and_keeps_th
     assert "INCLUDE (tf, dl)" in key
     assert (stats["n"], stats["changes"]) == (1, 1)  # migration 006 counts the memory already there
     assert stats["version"] > 0 and stats["born"] > 0  # 006 and 007 number the existing row
+
+
+async def test_migration_008_adds_supersessions_to_a_database_with_memories_and_cascades_deletes(pg_url):
+    """A database at migration 007 with two memories upgrades; a supersession between them goes
+    with either memory, and marking leaves memory_stats (the vector copies' version) as it was."""
+    async with database_at(pg_url, 7) as url:
+        connection = await asyncpg.connect(url)
+        try:
+            ids = [uuid.uuid4(), uuid.uuid4()]
+            for number, memory_id in enumerate(ids):
+                await connection.execute(
+                    "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, embedding,"
+                    " embedding_model) VALUES ('s', $1, $2, $3, now(), $4::real[]::vector, 'm')",
+                    memory_id, f"memory {number}", bytes([number]), [1.0] + [0.0] * 383,
+                )
+        finally:
+            await connection.close()
+
+        await migrations.migrate(url, "m", 384)
+
+        connection = await asyncpg.connect(url)
+        try:
+            version = await connection.fetchval("SELECT version FROM memory_stats WHERE session = 's'")
+            await connection.execute(
+                "INSERT INTO memory_supersessions (session, memory_id, superseded_by) VALUES ('s', $1, $2)", *ids
+            )
+            unchanged = await connection.fetchval("SELECT version FROM memory_stats WHERE session = 's'") == version
+            await connection.execute("DELETE FROM memories WHERE memory_id = $1", ids[1])
+            left = await connection.fetchval("SELECT count(*) FROM memory_supersessions")
+            with pytest.raises(asyncpg.ForeignKeyViolationError):
+                await connection.execute(
+                    "INSERT INTO memory_supersessions (session, memory_id, superseded_by) VALUES ('other', $1, $2)",
+                    ids[0], uuid.uuid4(),
+                )
+        finally:
+            await connection.close()
+    assert unchanged
+    assert left == 0
