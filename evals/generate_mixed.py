@@ -1,7 +1,7 @@
 """Generate the mixed evaluation cases: ``python -m evals.generate_mixed --output evals/cases/mixed.json``.
 
 An invented world in eight sessions (two English and two Chinese users, an English and a Chinese
-project, a bilingual support agent, a travel agent): 1,000 memories and 100 questions. The same
+project, a bilingual support agent, a travel agent): 1,000 memories and 154 questions. The same
 templates fill every session of a kind with other values, so sessions share words and a
 cross-session leak would surface; inside a session, distractors share words with the evidence
 (three invoice-export tickets, three doctors, the sister's dog beside the user's own), updates
@@ -10,7 +10,12 @@ supersede earlier facts ("moved from Berlin to Lisbon"), events carry dates, and
 
 Every choice comes from one ``random.Random(seed)``: the same seed gives a byte-identical file.
 A question names its evidence by case memory id (``m0042``); an update also names the memories
-its evidence supersedes (``superseded``), so the runner can check that the newer ranks higher.
+its evidence supersedes (``superseded``), so the runner can check that the newer ranks higher. A
+memory that updates another names it (``supersedes``: the direct predecessor, same session), so
+the runner can pass ``supersedes`` to ``store_memory`` or script an LLM that finds it. Questions
+about updated facts come in three kinds: ``update`` (the current value), ``historical`` (the value
+before; its evidence is the superseded memory) and ``unrelated`` (another fact of the session that
+shares the subject or the predicate of an update: Alice's sister's city beside Alice's moves).
 The machinery (``Memory``, ``Question``, ``Builder``, ``Plan``) is in ``evals.mixed_builder``; the
 templates, one function per kind of session (``person_en`` ... ``travel_en``), and ``PLANS`` that
 sizes the sessions, are in ``evals.mixed_templates``; this module runs them and writes the file.
@@ -33,7 +38,9 @@ __all__ = ["DEFAULT_SEED", "KINDS", "PLANS", "day_en", "day_zh", "generate", "re
 
 DEFAULT_SEED = 20250601
 DEFAULT_OUTPUT = Path(__file__).resolve().parent / "cases" / "mixed.json"
-KINDS = ("fact", "update", "temporal", "identifier", "distractor")
+# ``update`` asks for the current value of an updated fact, ``historical`` for the value it replaced,
+# ``unrelated`` for another fact of the same session that sits near an update (same subject or same predicate).
+KINDS = ("fact", "update", "temporal", "identifier", "distractor", "historical", "unrelated")
 SHARED = {  # stored verbatim in every session of a language: de-duplication across sessions would show
     "en": ["Daylight saving time starts on Sunday, so the weekly call moves by an hour.",
            "Reminder: the office is closed on the public holiday next Monday."],
@@ -81,6 +88,7 @@ def generate(seed: int = DEFAULT_SEED) -> dict[str, Any]:
             "memories_zh": sum(m.language == "zh" for m in memories),
             "questions_zh": sum(q.language == "zh" for q in questions),
             "questions_per_kind": {kind: sum(q.kind == kind for q in questions) for kind in KINDS},
+            "supersessions": sum(len(m.supersedes) for m in memories),
         },
         "sessions": [
             {"session": s, "description": next(p.description for p in PLANS if p.session == s),
@@ -89,7 +97,8 @@ def generate(seed: int = DEFAULT_SEED) -> dict[str, Any]:
         ],
         "memories": [
             {"id": m.case_id, "session": m.session, "language": m.language, "content": m.content,
-             "occurred_at": m.occurred_at.isoformat(), **({"metadata": m.metadata} if m.metadata else {})}
+             "occurred_at": m.occurred_at.isoformat(), **({"metadata": m.metadata} if m.metadata else {}),
+             **({"supersedes": [old.case_id for old in m.supersedes]} if m.supersedes else {})}
             for m in memories
         ],
         "questions": [

@@ -53,6 +53,7 @@ class Memory:
     language: str
     metadata: dict[str, str] | None = None
     case_id: str = ""
+    supersedes: list[Memory] = field(default_factory=list)  # older memories whose value this one replaces
 
 
 @dataclass
@@ -143,12 +144,22 @@ class Builder:
         when = self.at()
         return self.fact("temporal", memories, queries, date_text(when), when)
 
-    def chain(self, steps: Sequence[Sequence[str]], queries: Sequence[str], answer: str) -> list[Memory]:
-        """Store a fact and its updates in time order; the question's evidence is the newest."""
+    def chain(self, steps: Sequence[Sequence[str]], queries: Sequence[str], answer: str,
+              history: Sequence[str] = (), before: str = "") -> list[Memory]:
+        """Store a fact and its updates in time order, each superseding the one before.
+
+        Offers a current question (kind ``update``: evidence the newest, ``superseded`` the older
+        ones) and, with ``history``, a historical one (kind ``historical``) whose answer ``before``
+        is the value the newest replaced and whose evidence is the memory that stated it.
+        """
         n = len(steps)
         stored = [self.add(self.one(step), self.at(0.05 + 0.9 * i / n, 0.05 + 0.9 * (i + 1) / n))
                   for i, step in enumerate(steps)]
+        for older, newer in zip(stored, stored[1:]):
+            newer.supersedes.append(older)
         self.ask("update", queries, answer, stored[-1:], stored[:-1])
+        if history:
+            self.ask("historical", history, before, stored[-2:-1])
         return stored
 
     def fill(self, templates: Sequence[str], pools: dict[str, str], count: int) -> None:
@@ -188,7 +199,7 @@ class Plan:
     language: str
     utc_offset_h: int
     size: int
-    quota: tuple[int, int, int, int, int]
+    quota: tuple[int, int, int, int, int, int, int]
     build: Callable[[Builder], None]
     fill: tuple[tuple[str, ...], dict[str, str]]
     sources: tuple[str, ...]

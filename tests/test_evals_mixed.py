@@ -38,10 +38,10 @@ def test_committed_case_file_is_what_the_default_seed_generates(cases: dict[str,
 
 
 @pytest.mark.parametrize("seed", [DEFAULT_SEED, 1, 2])
-def test_every_seed_gives_1000_memories_and_100_questions_with_a_third_in_chinese(seed: int) -> None:
+def test_every_seed_gives_1000_memories_and_154_questions_with_a_third_in_chinese(seed: int) -> None:
     generated = generate(seed)
     memories, questions = generated["memories"], generated["questions"]
-    assert (len(memories), len(questions)) == (1000, 100)
+    assert (len(memories), len(questions)) == (1000, 154)
     assert sum(m["language"] == "zh" for m in memories) >= 200
     assert sum(q["language"] == "zh" for q in questions) >= 20
     kinds = Counter(q["kind"] for q in questions)
@@ -67,7 +67,7 @@ def test_ids_are_sequential_and_every_evidence_id_names_a_memory_of_the_question
 ) -> None:
     memories = {m["id"]: m for m in cases["memories"]}
     assert list(memories) == [f"m{i:04d}" for i in range(1, 1001)]
-    assert [q["id"] for q in cases["questions"]] == [f"q{i:03d}" for i in range(1, 101)]
+    assert [q["id"] for q in cases["questions"]] == [f"q{i:03d}" for i in range(1, 155)]
     for question in cases["questions"]:
         assert question["evidence"]
         for case_id in question["evidence"] + question.get("superseded", []):
@@ -82,6 +82,39 @@ def test_updates_name_older_superseded_memories(cases: dict[str, Any]) -> None:
         newest = datetime.fromisoformat(memories[question["evidence"][0]]["occurred_at"])
         for case_id in question["superseded"]:
             assert datetime.fromisoformat(memories[case_id]["occurred_at"]) < newest, question["id"]
+
+
+def test_supersedes_names_an_older_memory_of_the_same_session(cases: dict[str, Any]) -> None:
+    memories = {m["id"]: m for m in cases["memories"]}
+    marked = [m for m in cases["memories"] if m.get("supersedes")]
+    assert len(marked) == cases["counts"]["supersessions"] == 46
+    for memory in marked:
+        for old_id in memory["supersedes"]:
+            old = memories[old_id]
+            assert old["session"] == memory["session"], memory["id"]
+            assert datetime.fromisoformat(old["occurred_at"]) < datetime.fromisoformat(memory["occurred_at"])
+
+
+def test_update_questions_supersede_along_the_recorded_chain_and_history_asks_for_the_memory_replaced(
+    cases: dict[str, Any],
+) -> None:
+    memories = {m["id"]: m for m in cases["memories"]}
+    superseded_by = {old: m["id"] for m in cases["memories"] for old in m.get("supersedes", [])}
+    for question in cases["questions"]:
+        if question["kind"] == "update":
+            chain, current = [], question["evidence"][0]
+            while memories[current].get("supersedes"):
+                current = memories[current]["supersedes"][0]
+                chain.append(current)
+            assert sorted(chain) == sorted(question["superseded"]), question["id"]
+        elif question["kind"] == "historical":
+            assert len(question["evidence"]) == 1 and question["evidence"][0] in superseded_by, question["id"]
+            assert "superseded" not in question
+        elif question["kind"] == "unrelated":
+            (evidence,) = question["evidence"]
+            assert evidence not in superseded_by and not memories[evidence].get("supersedes"), question["id"]
+    kinds = Counter(q["kind"] for q in cases["questions"])
+    assert (kinds["update"], kinds["historical"], kinds["unrelated"]) == (30, 32, 16)
 
 
 def test_expected_answers_come_from_the_evidence(cases: dict[str, Any]) -> None:

@@ -20,16 +20,20 @@ def support_en(b: Builder) -> None:
            ["What is the refund policy?", "Until when can a customer get a refund?"], "within 30 days of a charge")
     b.chain([[f"{c[3]} is on the Starter plan, billed monthly."],
              [f"{c[3]} upgraded from Starter to Business after hitting the invoice limit."]],
-            [f"Which plan is {c[3]} on now?"], "Business")
+            [f"Which plan is {c[3]} on now?"], "Business", [f"Which plan was {c[3]} on before Business?"], "Starter")
+    b.fact("unrelated", [f"{c[1]} is on the Enterprise plan, billed yearly."], [f"Which plan is {c[1]} on?"],
+           "Enterprise")
     invoice = f"INV-{b.digits(6)}"
     b.chain([[f"{c[4]} asked for a refund of the duplicate charge on {invoice}."],
              [f"The refund for {invoice} is approved and waiting for finance."],
              [f"The refund for {invoice} was paid out; {c[4]} confirmed receipt."]],
-            [f"What is the status of {c[4]}'s refund for {invoice}?"], "paid out")
+            [f"What is the status of {c[4]}'s refund for {invoice}?"], "paid out",
+            [f"What was the status of the refund for {invoice} before it was paid out?"], "approved")
     user = c[5].split()[0].lower()
     b.chain([[f"{c[5]}'s billing contact is {user}@kestrel.example."],
              [f"{c[5]} changed the billing contact from {user}@kestrel.example to billing@kestrel.example."]],
-            [f"What is {c[5]}'s billing contact email now?"], "billing@kestrel.example")
+            [f"What is {c[5]}'s billing contact email now?"], "billing@kestrel.example",
+            [f"What was {c[5]}'s billing contact email before billing@kestrel.example?"], f"{user}@kestrel.example")
     for text, query in [(f"Call with {c[0]}: walked through the CSV import; they will retry tomorrow.",
                          f"When was the call with {c[0]} about the CSV import?"),
                         (f"Escalated {c[1]}'s SSO login problem to the engineering on-call.",
@@ -70,7 +74,8 @@ def support_zh(b: Builder) -> None:
     c = b.pick("刘洋|陈静|黄磊|周敏|吴昊", 3)
     invoice = f"INV-{b.digits(6)}"
     b.chain([[f"客户{c[0]}申请退款，{invoice} 被重复扣费。"], [f"{invoice} 的退款已审批，等待财务打款。"],
-             [f"{invoice} 的退款已经打款，{c[0]}确认收到了。"]], [f"{c[0]}的 {invoice} 退款现在是什么状态？"], "已经打款")
+             [f"{invoice} 的退款已经打款，{c[0]}确认收到了。"]], [f"{c[0]}的 {invoice} 退款现在是什么状态？"], "已经打款",
+            [f"{invoice} 的退款在打款之前是什么状态？"], "已审批")
     b.event([f"客户{c[1]}来电咨询发票抬头怎么修改，约好明天回电。"], [f"{c[1]}是哪天来电咨询发票抬头的？"], day_zh)
     b.add(f"客户{c[2]}的账号是 ACC-{b.digits(5)}，企业版，按年付费。")
     b.add(f"新建了工单 SUP-{b.rng.randrange(6000, 6999)}：客户{c[2]}反馈导出的 PDF 发票中文显示成方框。")
@@ -96,13 +101,18 @@ def travel_en(b: Builder) -> None:
     flights = [f"{b.one(_l('LH|TP|KL|IB'))} {b.digits(4)}" for _ in range(7)]
     b.chain([[f"Booked {c[3]} on {flights[0]} from Frankfurt to Lisbon."],
              [f"{c[3]}'s Lisbon flight moved from {flights[0]} to {flights[1]} because of the strike."]],
-            [f"Which flight is {c[3]} on now for the trip to Lisbon?"], flights[1])
+            [f"Which flight is {c[3]} on now for the trip to Lisbon?"], flights[1],
+            [f"Which flight was {c[3]} booked on before the strike?"], flights[0])
     b.chain([[f"Hotel for {c[4]} in Porto: Hotel Infante Sagres, three nights."],
              [f"Swapped {c[4]}'s Porto hotel from Infante Sagres (overbooked) to the Pestana Vintage."]],
-            [f"Which hotel is {c[4]} staying at in Porto?"], "Pestana Vintage")
+            [f"Which hotel is {c[4]} staying at in Porto?"], "Pestana Vintage",
+            [f"Which hotel was {c[4]} booked into in Porto before the swap?"], "Infante Sagres")
+    b.fact("unrelated", [f"Hotel for {c[0]} in Lisbon: Memmo Alfama, two nights."],
+           [f"Which hotel is {c[0]} staying at in Lisbon?"], "Memmo Alfama")
     b.chain([[f"Rental car for {c[5]} in Madrid: pick-up at 10:00 at the airport."],
              [f"{c[5]}'s rental car pick-up in Madrid changed from 10:00 to 14:30."]],
-            [f"What time is {c[5]}'s rental car pick-up in Madrid?"], "14:30")
+            [f"What time is {c[5]}'s rental car pick-up in Madrid?"], "14:30",
+            [f"What was the original pick-up time of {c[5]}'s rental car in Madrid?"], "10:00")
     for client, city in [(c[0], "Copenhagen"), (c[5], "Athens")]:
         b.event([f"{client} flew to {city} for a conference."], [f"When did {client} fly to {city}?"], day_en)
     early, late = sorted([b.at(), b.at()])

@@ -40,35 +40,52 @@ def person_en(b: Builder) -> None:
     birthday = f"{b.rng.randrange(1, 29)} {b.one(MONTHS)}"
     b.fact("fact", [f"{n}'s birthday is on {birthday}.", f"Remember {n}'s birthday: {birthday}."],
            [f"When is {n}'s birthday?"], birthday)
-    gp, dentist, physio = (f"Dr. {name}" for name in b.pick("Almeida|Fischer|Novak|Rahman|Keller|Costa", 3))
-    b.add(f"{n}'s GP is {gp} at the health centre on the main square.")
+    gp, new_gp, dentist, physio = (f"Dr. {name}" for name in b.pick("Almeida|Fischer|Novak|Rahman|Keller|Costa", 4))
+    b.chain([[f"{n}'s GP is {gp} at the health centre on the main square."],  # restated: the old value unnamed
+             [f"{n}'s GP is {new_gp} at the clinic by the park.", f"{n} is registered with {new_gp} as GP."]],
+            [f"Who is {n}'s GP?", f"Which doctor is {n}'s GP?"], new_gp,
+            [f"Who was {n}'s GP before {new_gp}?"], gp)
     b.fact("distractor", [f"{n}'s dentist is {dentist}; appointments are booked online."],
            [f"Who is {n}'s dentist?", f"What is the name of {n}'s dentist?"], dentist)
     b.add(f"{n} sees {physio}, a physiotherapist, about {p} knee.")
-    c = b.pick("Berlin|Lisbon|Munich|Amsterdam|Vienna|Copenhagen", 3)
+    c = b.pick("Berlin|Lisbon|Munich|Amsterdam|Vienna|Copenhagen", 4)
     moves = b.rng.choice([2, 3])
     b.chain([[f"{n} lives in {c[0]}, in a flat near the old town.", f"{n} has been based in {c[0]} for three years."],
              [f"{n} moved from {c[0]} to {c[1]} for a new role.", f"Update: {n} relocated from {c[0]} to {c[1]}."],
              [f"{n} moved again, from {c[1]} to {c[2]}; the flat in {c[1]} is given up.",
               f"Big news: {n} has moved from {c[1]} to {c[2]}."]][:moves],
-            [f"Which city does {n} live in now?", f"Where is {n} based at the moment?"], c[moves - 1])
+            [f"Which city does {n} live in now?", f"Where is {n} based at the moment?"], c[moves - 1],
+            [f"Where did {n} live before {c[moves - 1]}?", f"Which city was {n} based in before moving to "
+             f"{c[moves - 1]}?"], c[moves - 2])
+    b.fact("unrelated", [f"{n}'s sister {sister} lives in {c[3]}, close to the university."],
+           [f"Where does {n}'s sister live?", f"Which city does {n}'s sister {sister} live in?"], c[3])
     e = b.pick("Northwind|Globex|Initech|Hooli|Contoso|Umbrella Labs", 2)
     b.chain([[f"{n} works as a data analyst at {e[0]}.", f"{n} has been at {e[0]} since 2021, in the analytics team."],
              [f"{n} left {e[0]} and started at {e[1]} on Monday.",
               f"{n} accepted an offer from {e[1]}; the last day at {e[0]} was Friday."]],
-            [f"Where does {n} work now?", f"Who is {n}'s current employer?"], e[1])
+            [f"Where does {n} work now?", f"Who is {n}'s current employer?"], e[1],
+            [f"Where did {n} work before {e[1]}?", f"Who was {n}'s employer before {e[1]}?"], e[0])
+    firm = b.one(_l("Atelier Nord|Studio Lumen|Foster Lane Architects"))
+    b.fact("unrelated", [f"{n}'s partner {partner} works at {firm}, an architecture studio."],
+           [f"Where does {n}'s partner work?", f"Which firm does {partner} work for?"], firm)
     car = b.pick("Toyota Yaris|VW Golf|Tesla Model 3|Renault Zoe|Fiat 500", 2)
     b.chain([[f"{n} drives a {car[0]}.", f"{n}'s car is an old {car[0]}."],
              [f"{n} sold the {car[0]} and bought a {car[1]}.", f"{n} traded in the {car[0]} for a {car[1]}."]],
-            [f"What car does {n} drive now?", f"Which car does {n} have at the moment?"], car[1])
+            [f"What car does {n} drive now?", f"Which car does {n} have at the moment?"], car[1],
+            [f"What car did {n} drive before the {car[1]}?"], car[0])
     gym = b.pick("Monday and Wednesday|Tuesday and Thursday|Wednesday and Saturday|Friday and Sunday", 2)
     b.chain([[f"{n} goes to the gym on {gym[0]} mornings."],
              [f"{n} switched gym days to {gym[1]}.", f"From now on {n} trains on {gym[1]} instead of {gym[0]}."]],
-            [f"Which days does {n} go to the gym?", f"When does {n} train at the gym these days?"], gym[1])
+            [f"Which days does {n} go to the gym?", f"When does {n} train at the gym these days?"], gym[1],
+            [f"Which days did {n} go to the gym before switching to {gym[1]}?"], gym[0])
     phone = [f"+{b.one(_l('49|351|31|43'))} {b.digits(3)} {b.digits(3)} {b.digits(4)}" for _ in range(2)]
     b.chain([[f"{n}'s mobile number is {phone[0]}."],
              [f"{n} has a new mobile number: {phone[1]} (the old {phone[0]} no longer works)."]],
-            [f"What is {n}'s current phone number?", f"Which mobile number should I use for {n}?"], phone[1])
+            [f"What is {n}'s current phone number?", f"Which mobile number should I use for {n}?"], phone[1],
+            [f"What was {n}'s old phone number?", f"Which mobile number did {n} have before {phone[1]}?"], phone[0])
+    pal, pal_phone = b.one(_l("Omar|Julia|Rui")), f"+{b.one(_l('49|351|31|43'))} {b.digits(3)} {b.digits(3)} {b.digits(4)}"
+    b.fact("unrelated", [f"{pal}'s mobile number is {pal_phone}; {n} asked me to keep it."],
+           [f"What is {pal}'s phone number?", f"Which mobile number does {pal} have?"], pal_phone)
     race, friend = b.one(_l("Lisbon|Berlin|Porto|Vienna")), b.one(_l("Jonas|Marta|Kofi"))
     events = [([f"{n} ran the {race} half marathon in 1:5{b.digits(1)}.", f"{n} finished the {race} half "
                 "marathon, a personal best."], [f"When did {n} run the half marathon?"]),
@@ -147,30 +164,40 @@ def person_zh(b: Builder) -> None:
            [f"{n}最喜欢哪家餐厅？"], food)
     birthday = f"{b.rng.randrange(1, 13)}月{b.rng.randrange(1, 29)}日"
     b.fact("fact", [f"{n}的生日是{birthday}。", f"记住：{n}的生日在{birthday}。"], [f"{n}的生日是哪天？"], birthday)
-    gp, dentist, physio = (f"{name}医生" for name in b.pick("李|王|陈|赵|黄|吴", 3))
-    b.add(f"{n}的家庭医生是社区医院的{gp}。")
+    gp, new_gp, dentist, physio = (f"{name}医生" for name in b.pick("李|王|陈|赵|黄|吴", 4))
+    b.chain([[f"{n}的家庭医生是社区医院的{gp}。"],  # restated: the old value unnamed
+             [f"{n}的家庭医生是仁和诊所的{new_gp}。", f"{n}在仁和诊所签约了{new_gp}做家庭医生。"]],
+            [f"{n}的家庭医生是谁？", f"{n}的家庭医生是哪位？"], new_gp, [f"{n}换成{new_gp}之前的家庭医生是谁？"], gp)
     b.fact("distractor", [f"{n}的牙医是口腔医院的{dentist}，要在网上预约。"], [f"{n}的牙医是哪位？", f"{n}看牙找哪位医生？"],
            dentist)
     b.add(f"{n}因为膝盖的问题在康复科看{physio}。")
-    c = b.pick("北京|上海|杭州|深圳|成都|南京", 3)
+    c = b.pick("北京|上海|杭州|深圳|成都|南京", 4)
     moves = b.rng.choice([2, 3])
     b.chain([[f"{n}住在{c[0]}，在公司附近租了一套小公寓。", f"{n}在{c[0]}已经生活三年了。"],
              [f"{n}从{c[0]}搬到了{c[1]}，换了新工作。", f"更新：{n}上个月从{c[0]}搬去了{c[1]}。"],
              [f"{n}又搬家了，从{c[1]}搬到{c[2]}。", f"大消息：{n}已经从{c[1]}搬到{c[2]}了。"]][:moves],
-            [f"{n}现在住在哪个城市？", f"{n}目前在哪里生活？"], c[moves - 1])
+            [f"{n}现在住在哪个城市？", f"{n}目前在哪里生活？"], c[moves - 1],
+            [f"{n}搬到{c[moves - 1]}之前住在哪个城市？", f"{n}在搬去{c[moves - 1]}以前住在哪里？"], c[moves - 2])
+    b.fact("unrelated", [f"{n}的表哥住在{c[3]}，在一家银行上班。"], [f"{n}的表哥住在哪个城市？"], c[3])
     e = b.pick("星河科技|蓝鲸数据|云帆网络|青松医疗|远航物流", 2)
     b.chain([[f"{n}在{e[0]}做数据分析师。", f"{n}从2021年起就在{e[0]}的数据团队工作。"],
              [f"{n}从{e[0]}离职了，周一开始在{e[1]}上班。", f"{n}接受了{e[1]}的offer，上周五是在{e[0]}的最后一天。"]],
-            [f"{n}现在在哪家公司工作？"], e[1])
+            [f"{n}现在在哪家公司工作？"], e[1], [f"{n}去{e[1]}之前在哪家公司工作？"], e[0])
+    firm = b.one(_l("华筑设计院|启明建筑事务所|城建设计院"))
+    b.fact("unrelated", [f"{n}的爱人{partner}在{firm}上班。"], [f"{n}的爱人在哪里上班？", f"{partner}在哪家单位工作？"], firm)
     car = b.pick("比亚迪秦|大众朗逸|特斯拉Model 3|丰田卡罗拉|蔚来ET5", 2)
-    b.chain([[f"{n}开的是一辆{car[0]}。"], [f"{n}把{car[0]}卖了，换了一辆{car[1]}。"]], [f"{n}现在开什么车？"], car[1])
+    b.chain([[f"{n}开的是一辆{car[0]}。"], [f"{n}把{car[0]}卖了，换了一辆{car[1]}。"]], [f"{n}现在开什么车？"], car[1],
+            [f"{n}换{car[1]}之前开的是什么车？"], car[0])
     gym = b.pick("周一和周三|周二和周四|周三和周六|周五和周日", 2)
     b.chain([[f"{n}每{gym[0]}早上去健身房。"],
              [f"{n}把健身时间改到了{gym[1]}。", f"以后{n}改成{gym[1]}去健身，不再是{gym[0]}了。"]],
-            [f"{n}现在哪几天去健身？"], gym[1])
+            [f"{n}现在哪几天去健身？"], gym[1], [f"{n}改到{gym[1]}之前是哪几天去健身？"], gym[0])
     phone = [f"1{b.one(_l('38|39|58|86'))} {b.digits(4)} {b.digits(4)}" for _ in range(2)]
     b.chain([[f"{n}的手机号是{phone[0]}。"], [f"{n}换了新手机号：{phone[1]}，旧号{phone[0]}已停用。"]],
-            [f"{n}现在的手机号是多少？", f"现在应该打哪个号码联系{n}？"], phone[1])
+            [f"{n}现在的手机号是多少？", f"现在应该打哪个号码联系{n}？"], phone[1],
+            [f"{n}以前的手机号是多少？", f"{n}换号之前用的是哪个手机号？"], phone[0])
+    pal, pal_phone = b.one(_l("小李|老王|大鹏")), f"1{b.one(_l('38|39|58|86'))} {b.digits(4)} {b.digits(4)}"
+    b.fact("unrelated", [f"{pal}的手机号是{pal_phone}，{n}让我记一下。"], [f"{pal}的手机号是多少？"], pal_phone)
     race, friend = b.one(_l("北京|上海|杭州|厦门")), b.one(_l("小林|阿杰|美美"))
     events = [([f"{n}跑完了{race}半程马拉松，成绩1小时5{b.digits(1)}分。"], [f"{n}是哪天跑的半程马拉松？"]),
               ([f"{n}今天通过了驾照科目三考试，第二次才过。"], [f"{n}是什么时候考过驾照的？"]),

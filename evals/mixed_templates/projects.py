@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from evals.mixed_builder import Builder, day_en, day_zh, month_en, month_zh
 
@@ -25,24 +25,46 @@ def project_en(b: Builder) -> None:
            ["When is the Atlas standup?", "What time is standup?"], "09:45 Berlin time")
     b.chain([["Atlas stores invoices in MySQL 8 on RDS."],
              ["The migration from MySQL to PostgreSQL 16 is finished; MySQL stays read-only until switch-off."]],
-            ["Which database does Atlas use now?", "Where are Atlas invoices stored at the moment?"], "PostgreSQL 16")
+            ["Which database does Atlas use now?", "Where are Atlas invoices stored at the moment?"], "PostgreSQL 16",
+            ["Which database did Atlas use before PostgreSQL?"], "MySQL 8")
+    b.fact("unrelated", ["Atlas's search service runs on OpenSearch 2, fed from the invoice events."],
+           ["Which search engine does Atlas use?"], "OpenSearch 2")
     planned, moved = b.at(0.2, 0.4), b.at(0.45, 0.6)
     first_date = moved + timedelta(days=b.rng.randrange(10, 20))
     second_date = first_date + timedelta(days=b.rng.randrange(14, 28))
     old = b.add(f"Release 2.4 is planned for {day_en(first_date)}.", planned)
     new = b.add(f"Release 2.4 slipped from {day_en(first_date)} to {day_en(second_date)}: the data migration "
                 "needs another sprint.", moved)
+    new.supersedes.append(old)
     b.ask("update", ["When is release 2.4 planned now?", "What is the current date for release 2.4?"],
           day_en(second_date), [new], [old])
+    b.ask("historical", ["What was the original date for release 2.4?", "When was release 2.4 planned before it "
+                         "slipped?"], day_en(first_date), [old])
     b.chain([[f"{a} owns the billing service and reviews every change to it."],
              [f"Billing service ownership moved from {a} to {d}; {a} joins the search team."]],
-            ["Who owns the billing service now?"], d)
+            ["Who owns the billing service now?"], d, [f"Who owned the billing service before {d}?"], a)
     b.chain([["CI runs on Jenkins; the pipeline is defined in the Jenkinsfile at the repo root."],
              ["CI moved from Jenkins to GitHub Actions; workflows live in .github/workflows/."]],
-            ["Which CI system does Atlas use now?"], "GitHub Actions")
+            ["Which CI system does Atlas use now?"], "GitHub Actions",
+            ["Which CI system did Atlas use before GitHub Actions?"], "Jenkins")
     b.chain([["The public API rate limit is 100 requests per minute per key."],
              ["The public API rate limit was raised from 100 to 300 requests per minute per key."]],
-            ["What is the current public API rate limit?"], "300 requests per minute per key")
+            ["What is the current public API rate limit?"], "300 requests per minute per key",
+            ["What was the public API rate limit before it was raised?"], "100 requests per minute")
+    b.fact("unrelated", ["The internal admin API allows 20 requests per minute per user."],
+           ["What is the rate limit of the internal admin API?"], "20 requests per minute")
+    # Restated updates: the newer memory does not name the value it replaces.
+    b.chain([["The mobile app project is codenamed Falcon."],
+             ["The mobile app project is called Osprey; marketing picked the name.",
+              "Marketing named the mobile app project Osprey."]],
+            ["What is the mobile app project called?"], "Osprey",
+            ["What was the mobile app project called before Osprey?"], "Falcon")
+    due = datetime(2024, 3, 1) + timedelta(days=b.rng.randrange(0, 200))
+    later = due + timedelta(days=b.rng.randrange(14, 40))
+    b.chain([[f"The SOC 2 audit evidence is due on {day_en(due)}."],
+             [f"The SOC 2 audit evidence is due on {day_en(later)}; the auditor gave us more time."]],
+            ["When is the SOC 2 audit evidence due?"], day_en(later),
+            ["What was the SOC 2 evidence deadline before it moved?"], day_en(due))
     incidents = [("Incident: checkout latency spiked to 4 s for 40 minutes; root cause was a missing index on "
                   "invoices.customer_id.", "When did the checkout latency incident happen?"),
                  ("Incident: the EU region was down for 12 minutes after a bad DNS change.",
@@ -124,17 +146,26 @@ def project_zh(b: Builder) -> None:
     b.fact("fact", [f"订单中台的技术方案文档放在飞书知识库里，作者是{c}。"], ["订单中台的技术方案文档是谁写的？"], c)
     b.fact("fact", ["决定：从 3.0 版本开始不再支持 iOS 13。"], ["从哪个版本开始不再支持 iOS 13？"], "3.0")
     b.chain([["凤凰项目的订单数据存在 MySQL 5.7 里。"], ["订单库已经从 MySQL 迁移到 TiDB，MySQL 只保留一个月只读。"]],
-            ["凤凰项目现在用的是什么数据库？"], "TiDB")
+            ["凤凰项目现在用的是什么数据库？"], "TiDB", ["凤凰项目迁移到 TiDB 之前用的是什么数据库？"], "MySQL")
+    b.fact("unrelated", ["凤凰项目的搜索服务用的是 Elasticsearch 8。"], ["凤凰项目的搜索服务用的是什么？"], "Elasticsearch 8")
     planned, moved = b.at(0.2, 0.4), b.at(0.45, 0.6)
     first_date = moved + timedelta(days=b.rng.randrange(10, 20))
     second_date = first_date + timedelta(days=b.rng.randrange(14, 28))
     old = b.add(f"凤凰 3.0 计划在{day_zh(first_date)}上线。", planned)
     new = b.add(f"凤凰 3.0 的上线时间从{day_zh(first_date)}推迟到了{day_zh(second_date)}，原因是支付联调没完成。", moved)
+    new.supersedes.append(old)
     b.ask("update", ["凤凰 3.0 现在计划什么时候上线？"], day_zh(second_date), [new], [old])
+    b.ask("historical", ["凤凰 3.0 原来计划哪天上线？"], day_zh(first_date), [old])
     b.chain([[f"支付模块由{a}负责。"], [f"支付模块的负责人从{a}换成了{d}，{a}调去做搜索了。"]],
-            ["支付模块现在由谁负责？"], d)
+            ["支付模块现在由谁负责？"], d, [f"支付模块在{d}之前由谁负责？"], a)
+    b.fact("unrelated", [f"退款模块由{c}负责。"], ["退款模块由谁负责？"], c)
     b.chain([["消息队列用的是 RabbitMQ。"], ["消息队列从 RabbitMQ 换成了 Kafka，旧队列下周下线。"]],
-            ["凤凰项目现在用什么消息队列？"], "Kafka")
+            ["凤凰项目现在用什么消息队列？"], "Kafka", ["凤凰项目换成 Kafka 之前用的是什么消息队列？"], "RabbitMQ")
+    due = datetime(2024, 3, 1) + timedelta(days=b.rng.randrange(0, 200))
+    later = due + timedelta(days=b.rng.randrange(14, 40))
+    b.chain([[f"数据报表改版的截止日期是{day_zh(due)}。"],  # restated: the old value unnamed
+             [f"数据报表改版的截止日期是{day_zh(later)}，产品那边同意延期了。"]],
+            ["数据报表改版的截止日期是哪天？"], day_zh(later), ["数据报表改版原来的截止日期是哪天？"], day_zh(due))
     events = [("线上故障：支付回调超时，约 300 笔订单状态卡在“待支付”，持续 25 分钟。", "支付回调超时的故障是哪天发生的？"),
               ("压测结果：下单接口在 2000 QPS 时 p99 延迟超过 500 毫秒。", "下单接口的压测是哪天做的？"),
               ("order-service v2.8.0 已发布到生产环境，没有回滚。", "order-service v2.8.0 是哪天发布到生产环境的？")]
