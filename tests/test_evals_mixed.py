@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections import Counter
@@ -184,3 +185,48 @@ def test_mixed_runner_refuses_a_bad_top_k_or_a_missing_case_file_before_ingest(t
     assert "must be 1..100; got 0" in capsys.readouterr().err
     assert main(["--cases", str(tmp_path / "none.json"), "--data-dir", str(tmp_path)]) == 2
     assert "case file not found" in caplog.text
+
+
+def test_store_waves_store_every_memory_after_the_ones_it_supersedes() -> None:
+    from evals.mixed_configs import store_waves
+
+    memories = [{"id": "c", "supersedes": ["b"]}, {"id": "a"}, {"id": "b", "supersedes": ["a"]}, {"id": "x"}]
+    assert [[m["id"] for m in wave] for wave in store_waves(memories)] == [["a", "x"], ["b"], ["c"]]
+    with pytest.raises(ValueError, match="cycle"):
+        store_waves([{"id": "a", "supersedes": ["b"]}, {"id": "b", "supersedes": ["a"]}])
+
+
+def test_supersession_figures_take_newer_first_from_updates_and_history_from_historical_hits() -> None:
+    from evals.mixed_score import supersession_figures
+
+    questions = [{"id": "u1", "kind": "update", "session": "s", "evidence": ["n"], "superseded": ["o"]},
+                 {"id": "u2", "kind": "update", "session": "s", "evidence": ["n2"], "superseded": ["o2"]},
+                 {"id": "h1", "kind": "historical", "session": "s", "evidence": ["o"]},
+                 {"id": "r1", "kind": "unrelated", "session": "s", "evidence": ["z"]}]
+    returned = [["n", "o"], ["o2", "n2"], ["n"], ["z"]]
+    scores = [score(q, r, ["s"] * len(r), answered=False) for q, r in zip(questions, returned, strict=True)]
+    figures = supersession_figures(questions, scores, {"h1": True})
+    assert (figures["newer_first"], figures["history_found"], figures["history_found_included"]) == (0.5, 0.0, 1.0)
+    assert (figures["unrelated_hit"], figures["rest_hit"], figures["all_hit"]) == (1.0, 1.0, 0.75)
+
+
+def test_scripted_judge_replies_the_candidates_the_case_file_says_the_new_memory_supersedes() -> None:
+    import httpx
+
+    from evals.mixed_configs import ScriptedJudge
+
+    memories = [{"id": "m1", "content": "Alice lives in Berlin."}, {"id": "m2", "content": "Bob lives in Rome."},
+                {"id": "m3", "content": "Alice moved to Lisbon & Porto.", "supersedes": ["m1"]}]
+    with ScriptedJudge(memories) as judge:
+        judge.learn("m1", "id-1")
+        judge.learn("m2", "id-2")
+        prompt = ('<new_memory id="id-3" occurred_at="2024-01-02T00:00:00+00:00">Alice moved to Lisbon &amp; Porto.'
+                  '</new_memory>\n<memory id="id-2" occurred_at="2023-01-01T00:00:00+00:00">Bob lives in Rome.</memory>'
+                  '\n<memory id="id-1" occurred_at="2023-01-01T00:00:00+00:00">Alice lives in Berlin.</memory>')
+        body = {"model": "scripted-judge", "messages": [{"role": "user", "content": prompt}]}
+        reply = httpx.post(f"{judge.base_url}/chat/completions", json=body, timeout=10).json()
+        other = httpx.post(f"{judge.base_url}/chat/completions", timeout=10,
+                           json={"messages": [{"role": "user", "content": "plan this query"}]})
+    assert json.loads(reply["choices"][0]["message"]["content"])["superseded"] == ["id-1"]
+    assert other.status_code == 400
+    assert (judge.requests, judge.marked, judge.missed, judge.unexpected) == (1, 1, 0, 1)
