@@ -54,6 +54,8 @@ CONFIGS: dict[str, Config] = {
     config.name: config
     for config in (
         Config("plain", False, False, "neither supersedes nor an LLM: recall's own rules"),
+        Config("plain-no-rule", False, False, "neither, and the implicit-update rule off",
+               {"implicit_updates": False}),
         Config("supersedes", True, False, "explicit supersedes on store_memory"),
         Config("llm", False, True, "the scripted LLM judge on store (a perfect judge)"),
         Config("supersedes+llm", True, True, "explicit supersedes and the scripted LLM judge"),
