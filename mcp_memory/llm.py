@@ -1,4 +1,4 @@
-"""The optional LLM: an OpenAI-compatible chat endpoint for planning and answering.
+"""The optional LLM: an OpenAI-compatible chat endpoint for planning, answering and supersession.
 
 ``openai.AsyncOpenAI`` talks to any compatible server (LiteLLM, vLLM, Ollama, DeepSeek,
 OpenAI). The client retries 429 and 5xx with exponential backoff (``max_retries``) and
@@ -25,7 +25,7 @@ __all__ = ["LlmClient", "Role"]
 
 logger = logging.getLogger(__name__)
 
-Role = Literal["plan", "answer"]
+Role = Literal["plan", "answer", "supersede"]
 
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
@@ -44,7 +44,7 @@ def _parse_json(text: str) -> dict[str, Any]:
 
 
 class LlmClient:
-    """Chat completions for the ``plan`` and ``answer`` roles, with usage accounting."""
+    """Chat completions for the ``plan``, ``answer`` and ``supersede`` roles, with usage accounting."""
 
     def __init__(self, settings: LlmSettings, repository: Repository) -> None:
         self._settings = settings
@@ -62,7 +62,9 @@ class LlmClient:
         """The model configured for ``role``, or None when that role is off."""
         if self._client is None:
             return None
-        return self._settings.plan_model if role == "plan" else self._settings.answer_model
+        models = {"plan": self._settings.plan_model, "answer": self._settings.answer_model,
+                  "supersede": self._settings.supersede_model}
+        return models[role]
 
     async def complete_json(
         self, role: Role, system: str, user: str, schema_name: str, schema: dict[str, Any]
@@ -70,7 +72,7 @@ class LlmClient:
         """Ask the ``role`` model for a JSON object that follows ``schema``.
 
         Args:
-            role: ``plan`` or ``answer``; picks the model and the usage bucket.
+            role: ``plan``, ``answer`` or ``supersede``; picks the model and the usage bucket.
             system: the system prompt.
             user: the user message.
             schema_name: a name for the JSON schema (``response_format.json_schema.name``).

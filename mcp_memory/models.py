@@ -38,6 +38,7 @@ class NewMemory(BaseModel):
     metadata: dict[str, Any]
     importance: float | None
     content_hash: bytes  # sha256 of the UTF-8 content, exactly as given
+    supersedes: tuple[str, ...] = ()  # canonical memory_ids this memory replaces, each once
 
 
 class StoreResult(BaseModel):
@@ -47,6 +48,10 @@ class StoreResult(BaseModel):
     session: str
     occurred_at: str = Field(description="When it happened, ISO 8601 with an explicit UTC offset.")
     deduplicated: bool = Field(description="True when the same content was already stored in this session.")
+    superseded: list[str] = Field(
+        default_factory=list,
+        description="Ids this call marked superseded by this memory (the supersedes given, plus any the LLM found).",
+    )
 
 
 class RecalledMemory(BaseModel):
@@ -57,6 +62,9 @@ class RecalledMemory(BaseModel):
     occurred_at: str = Field(description="ISO 8601 with an explicit UTC offset.")
     score: float = Field(description="Fused relevance score; higher is better, comparable within one recall only.")
     metadata: dict[str, Any] = Field(default_factory=dict)
+    superseded_by: str | None = Field(
+        None, description="The memory_id of the newer memory that replaced this one; null when it is current."
+    )
 
 
 class RecallResult(BaseModel):
@@ -85,7 +93,7 @@ class AuditEntry(BaseModel):
 
     audit_id: int
     session: str
-    kind: str = Field(description="recall | delete | delete_session | usage_reset")
+    kind: str = Field(description="recall | delete | delete_session | supersede | usage_reset")
     created_at: str
     detail: dict[str, Any]
 
@@ -143,6 +151,9 @@ class Candidate(BaseModel):
     importance: float | None = None
     score: float = 0.0
     ranks: dict[str, int] = Field(default_factory=dict, description="1-based rank in each list that found it.")
+    superseded_by: str | None = None  # the newer memory that replaced this one; None when current
+    superseded_at: datetime | None = None  # when it was marked
+    superseded_others: bool = False  # True when this memory replaced at least one other
 
 
-RecallStage = Literal["plan", "embed", "search", "fuse", "answer", "audit"]
+RecallStage = Literal["plan", "embed", "search", "fuse", "supersede", "answer", "audit"]

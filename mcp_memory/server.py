@@ -75,14 +75,22 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
             Field(description="Optional importance from 0 (trivial) to 1 (critical).",
                   json_schema_extra={"minimum": 0, "maximum": 1}),
         ] = None,
+        supersedes: Annotated[
+            list[str] | None,
+            Field(description="memory_ids of older memories in this session that this one replaces (a fact that "
+                  "changed: a new address, a moved date). They stay, marked superseded, and recall then prefers this "
+                  f"one. At most {limits.max_supersedes}.", json_schema_extra={"maxItems": limits.max_supersedes}),
+        ] = None,
     ) -> StoreResult:
         """Save a memory in a session for later recall.
 
         Store the raw text of what happened or was said, not a summary. Storing the same content twice in a
-        session returns the first memory_id with deduplicated=true.
+        session returns the first memory_id with deduplicated=true. When the memory updates or contradicts
+        older ones (Alice moved from Berlin to Lisbon), name them in supersedes: they are kept as history
+        and marked superseded; `superseded` lists what this call marked.
         """
         ready = await deps.ready()
-        return await store(ready, session, content, occurred_at, metadata, importance)
+        return await store(ready, session, content, occurred_at, metadata, importance, supersedes)
 
     async def recall_memory(
         session: Session,
@@ -96,15 +104,21 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
             Field(description="How many memories to return, best first.",
                   json_schema_extra={"minimum": 1, "maximum": limits.max_top_k}),
         ] = limits.default_top_k,
+        include_superseded: Annotated[
+            bool,
+            Field(description="Also return memories that newer ones superseded (history), each below its successor. "
+                  "Without it they appear only for questions about the past or when nothing current matches."),
+        ] = False,
     ) -> RecallResult:
         """Find the memories of a session that answer a question.
 
-        Returns the best-matching memories with their memory_id, content and occurred_at. When the server has an
-        answer model, `answer` holds an answer written only from the returned (cited) memories, or a fixed
-        refusal when they do not support one; otherwise `answer` is null.
+        Returns the best-matching memories with their memory_id, content and occurred_at. Current memories rank
+        above the ones they superseded; a superseded memory carries superseded_by (the newer memory's id). When
+        the server has an answer model, `answer` holds an answer written only from the returned (cited) memories,
+        or a fixed refusal when they do not support one; otherwise `answer` is null.
         """
         ready = await deps.ready()
-        return await recall(ready, session, query, top_k)
+        return await recall(ready, session, query, top_k, include_superseded)
 
     async def delete_memory(
         session: Session,
@@ -129,8 +143,11 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
         if memory_id is None:
             raise InvalidInput("memory_id", "is required unless all=true")
         canonical = check_memory_id(memory_id)
-        deleted = await ready.repository.delete(session, canonical)
-        await record(ready.repository, session, "delete", {"memory_id": canonical, "deleted": deleted})
+        deleted, current_again = await ready.repository.delete(session, canonical)
+        detail: dict[str, Any] = {"memory_id": canonical, "deleted": deleted}
+        if current_again:  # the memories it had superseded
+            detail["current_again"] = current_again
+        await record(ready.repository, session, "delete", detail)
         return DeleteResult(deleted=deleted, count=int(deleted))
 
     async def list_audits(
@@ -139,10 +156,11 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
         = 20,
         kind: Annotated[
             str | None,
-            Field(description="Only rows of this kind: recall, delete, delete_session, usage_reset."),
+            Field(description="Only rows of this kind: recall, delete, delete_session, supersede, usage_reset."),
         ] = None,
     ) -> AuditList:
-        """List a session's audit trail, newest first: recalls (query, candidates, answer, timings) and deletes."""
+        """List a session's audit trail, newest first: recalls (query, candidates, answer, timings), deletes and
+        the LLM's supersession decisions on store."""
         ready = await deps.ready()
         check_session(session, limits)
         if not 1 <= limit <= 100:

@@ -23,7 +23,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-__all__ = ["EmbeddingSettings", "LimitSettings", "LlmSettings", "RecallSettings", "Settings"]
+__all__ = ["EmbeddingSettings", "LimitSettings", "LlmSettings", "RecallSettings", "Settings", "SupersedeSettings"]
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -39,6 +39,7 @@ class LimitSettings(BaseModel):
     max_metadata_bytes: int = Field(16_384, ge=2, description="Largest metadata object, as UTF-8 JSON bytes.")
     max_top_k: int = Field(100, ge=1, description="Largest top_k a recall may ask for.")
     default_top_k: int = Field(12, ge=1, description="top_k when the caller gives none.")
+    max_supersedes: int = Field(32, ge=1, description="Most memory_ids one store_memory may name in supersedes.")
     max_response_chars: int = Field(
         80_000, ge=1_000, description="Largest serialized recall or audit result; lower-ranked items are dropped whole."
     )
@@ -98,6 +99,9 @@ class LlmSettings(BaseModel):
     api_key: str | None = None
     plan_model: str | None = Field(None, description="Model that rewrites queries; unset disables planning.")
     answer_model: str | None = Field(None, description="Model that answers from memories; unset disables answers.")
+    supersede_model: str | None = Field(
+        None, description="Model that decides on store which older memories a new one supersedes; unset disables it."
+    )
     timeout_s: float = Field(20.0, gt=0)
     max_retries: int = Field(2, ge=0, description="Retries on 429 and 5xx, with exponential backoff.")
     max_plan_queries: int = Field(4, ge=1, description="Retrieval queries the planner may add.")
@@ -151,6 +155,20 @@ class RecallSettings(BaseModel):
     refusal: str = "Not enough memories in this session to answer this question."
 
 
+class SupersedeSettings(BaseModel):
+    """Supersession found by the LLM on store (``llm.supersede_model``); explicit ``supersedes`` needs none."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+    llm_on_store: bool = Field(
+        True, description="Ask llm.supersede_model after each new memory; false turns it off even with a model set."
+    )
+    candidates: int = Field(5, ge=1, le=32, description="Nearest current memories shown to the model per store.")
+    min_similarity: float = Field(
+        0.5, ge=-1.0, le=1.0, description="Cosine similarity (1 - distance) a memory needs to be shown to the model."
+    )
+
+
 _ENV_PREFIX = "MCP_MEMORY_"
 # MCP_MEMORY_* variables that are not settings: the config file's path, and what the evals and the
 # test suite read.
@@ -181,6 +199,7 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = EmbeddingSettings()
     llm: LlmSettings = LlmSettings()
     recall: RecallSettings = RecallSettings()
+    supersede: SupersedeSettings = SupersedeSettings()
 
     @classmethod
     def settings_customise_sources(

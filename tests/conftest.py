@@ -89,7 +89,9 @@ async def empty_tables(pg_url: str, deps: Deps) -> None:
     """Empty every table; requested by each fixture that hands out the database."""
     connection = await asyncpg.connect(pg_url)
     try:
-        await connection.execute("TRUNCATE memories, memory_chunks, memory_terms, audits, llm_usage")
+        await connection.execute(
+            "TRUNCATE memories, memory_chunks, memory_terms, memory_supersessions, audits, llm_usage"
+        )
     finally:
         await connection.close()
 

@@ -94,7 +94,7 @@ async def _recall_ids(client: Client, query: str) -> list[str]:
 
 
 @pytest.mark.anyio
-async def test_recall_ranks_the_newer_of_an_update_pair_above_the_older_only_with_the_rule(
+async def test_recall_ranks_the_newer_of_an_update_pair_above_the_older_only_with_the_rule_and_not_for_the_past(
     pg_url, work_dir, deps, empty_tables
 ) -> None:
     async def store_all(client: Client) -> dict[str, str]:
@@ -107,12 +107,14 @@ async def test_recall_ranks_the_newer_of_an_update_pair_above_the_older_only_wit
     async with Client(build_server(deps.settings, deps), mode="legacy") as client:
         ids = await store_all(client)
         with_rule = await _recall_ids(client, "Which city does Alice live in?")
+        past_with_rule = await _recall_ids(client, "Which city did Alice live in before?")
     settings = make_settings(pg_url, work_dir, recall={"implicit_updates": False})
     without = Deps(settings)
     await without.start()
     try:
         async with Client(build_server(settings, without), mode="legacy") as client:
             without_rule = await _recall_ids(client, "Which city does Alice live in?")
+            past_without_rule = await _recall_ids(client, "Which city did Alice live in before?")
     finally:
         await without.close()
     assert without_rule.index(ids["old"]) < without_rule.index(ids["new"])  # what the rule has to fix
@@ -120,6 +122,7 @@ async def test_recall_ranks_the_newer_of_an_update_pair_above_the_older_only_wit
     assert with_rule.index(ids["old"]) == with_rule.index(ids["new"]) + 1
     assert sorted(with_rule) == sorted(without_rule)  # nothing dropped
     assert with_rule.index(ids["sister"]) in (without_rule.index(ids["sister"]), without_rule.index(ids["sister"]) + 1)
+    assert past_with_rule == past_without_rule  # a question about the past keeps the fused order
 
 
 @pytest.mark.anyio

@@ -280,7 +280,7 @@ async def test_audit_row_holds_every_stage_latency_and_no_prompt(answering, fake
     fake.set_chat_handler(lambda body: _reply(answerable=True, answer="4417", memory_ids=ids))
     await answering.call_tool("recall_memory", {"session": "s-l", "query": "locker code"})
     detail = await _last_audit(answering, "s-l")
-    assert set(detail["latency_ms"]) == {"plan", "embed", "search", "fuse", "answer", "total"}
+    assert set(detail["latency_ms"]) == {"plan", "embed", "search", "fuse", "supersede", "answer", "total"}
     assert all(value >= 0 for value in detail["latency_ms"].values())
     assert detail["selected"] == ids and detail["answer"] == "4417"
     assert "never an instruction" not in json.dumps(detail) and "test-key" not in json.dumps(detail)

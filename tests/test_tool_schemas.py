@@ -143,3 +143,20 @@ async def test_an_unknown_tool_is_an_error_naming_it(client):
 
     assert result.is_error
     assert "forget_everything" in result.content[0].text
+
+
+async def test_supersession_arguments_are_typed_and_bounded_in_the_schemas(client):
+    schemas = {name: pair for name, pair in (await _schemas(client)).items()}
+    store_input, store_output = schemas["store_memory"]
+    recall_input, recall_output = schemas["recall_memory"]
+
+    supersedes = store_input["properties"]["supersedes"]
+    assert supersedes["maxItems"] == 32
+    assert {"type": "array", "items": {"type": "string"}} in supersedes["anyOf"]
+    assert {"type": "null"} in supersedes["anyOf"]
+    assert supersedes["default"] is None
+    assert store_output["properties"]["superseded"]["items"] == {"type": "string"}
+    include = recall_input["properties"]["include_superseded"]
+    assert include["type"] == "boolean" and include["default"] is False
+    recalled = recall_output["properties"]["memories"]["items"]["properties"]["superseded_by"]
+    assert {member["type"] for member in recalled["anyOf"]} == {"string", "null"}

@@ -1,5 +1,5 @@
-"""The repository: all SQL of mcp-memory lives here and in ``retrieval.py`` (recall's search
-queries, mixed into ``Repository``), each statement scoped by session.
+"""The repository: all SQL of mcp-memory lives here, in ``retrieval.py`` (recall's search
+queries) and in ``supersessions.py`` (both mixed into ``Repository``), each statement scoped by session.
 
 Every method takes the session as its first argument and every statement filters on it, so
 nothing crosses sessions. Values always travel as bind parameters, never as SQL text.
@@ -20,6 +20,7 @@ import numpy as np
 
 from mcp_memory.errors import DatabaseUnavailable
 from mcp_memory.db.retrieval import RetrievalQueries
+from mcp_memory.db.supersessions import CANDIDATE_COLUMNS, SupersessionQueries, candidate, mark
 from mcp_memory.models import Candidate, NewMemory
 
 __all__ = ["Repository", "StoredRow"]
@@ -39,27 +40,19 @@ _CONNECTION_ERRORS = (
 
 
 class StoredRow:
-    """What an insert reports back: the id, the stored instant, and whether it already existed."""
+    """What an insert reports back: the id, the stored instant, whether it already existed, and
+    the memories it marked superseded."""
 
-    __slots__ = ("deduplicated", "memory_id", "occurred_at")
+    __slots__ = ("deduplicated", "memory_id", "occurred_at", "superseded")
 
-    def __init__(self, memory_id: str, occurred_at: datetime, deduplicated: bool) -> None:
+    def __init__(self, memory_id: str, occurred_at: datetime, deduplicated: bool, superseded: list[str]) -> None:
         self.memory_id = memory_id
         self.occurred_at = occurred_at
         self.deduplicated = deduplicated
+        self.superseded = superseded
 
 
-def _candidate(row: asyncpg.Record) -> Candidate:
-    return Candidate(
-        memory_id=str(row["memory_id"]),
-        content=row["content"],
-        occurred_at=row["occurred_at"],
-        metadata=json.loads(row["metadata"]),
-        importance=row["importance"],
-    )
-
-
-class Repository(RetrievalQueries):
+class Repository(RetrievalQueries, SupersessionQueries):
     """All reads and writes of memories, chunks, audits and usage."""
 
     def __init__(self, pool: asyncpg.Pool, model: str) -> None:
@@ -86,10 +79,16 @@ class Repository(RetrievalQueries):
     # --- memories -------------------------------------------------------------------------
 
     async def insert_memory(self, memory: NewMemory, embeddings: list[np.ndarray]) -> StoredRow:
-        """Insert a memory with its window vectors (window 0 first), or find the same content.
+        """Insert a memory with its window vectors (window 0 first), or find the same content,
+        and mark ``memory.supersedes`` superseded by it, all in one transaction.
 
         Dedup is per session on the exact content (sha256), enforced by a unique constraint,
-        so concurrent writers of one text get one row.
+        so concurrent writers of one text get one row. The same content stored again with
+        ``supersedes`` marks them superseded by the memory already there (see ``supersessions.mark``).
+
+        Raises:
+            InvalidInput: an id of ``memory.supersedes`` is not a memory of the session, or is the
+                memory itself; nothing was stored or marked.
         """
 
         async def work(connection: asyncpg.Connection) -> StoredRow:
@@ -115,36 +114,56 @@ class Repository(RetrievalQueries):
                         memory.session,
                         memory.content_hash,
                     )
-                    return StoredRow(str(existing["memory_id"]), existing["occurred_at"], True)
-                if len(embeddings) > 1:
-                    await connection.executemany(
-                        "INSERT INTO memory_chunks (session, memory_id, chunk_no, embedding) VALUES ($1, $2, $3, $4)",
-                        [(memory.session, row["memory_id"], no, vec) for no, vec in enumerate(embeddings[1:], 1)],
+                    stored = StoredRow(str(existing["memory_id"]), existing["occurred_at"], True, [])
+                else:
+                    if len(embeddings) > 1:
+                        await connection.executemany(
+                            "INSERT INTO memory_chunks (session, memory_id, chunk_no, embedding) VALUES ($1, $2, $3, $4)",
+                            [(memory.session, row["memory_id"], no, vec) for no, vec in enumerate(embeddings[1:], 1)],
+                        )
+                    stored = StoredRow(str(row["memory_id"]), row["occurred_at"], False, [])
+                if memory.supersedes:
+                    stored.superseded = await mark(
+                        connection, memory.session, stored.memory_id, list(memory.supersedes), "explicit", strict=True
                     )
-                return StoredRow(str(row["memory_id"]), row["occurred_at"], False)
+                return stored
 
         return await self._run(work)
 
     async def fetch(self, session: str, memory_ids: list[str]) -> dict[str, Candidate]:
-        """The memories of ``session`` with these ids, keyed by memory_id (missing ids absent)."""
+        """The memories of ``session`` with these ids, keyed by memory_id (missing ids absent),
+        each with its supersession state (``superseded_by``, ``superseded_at``, ``superseded_others``)."""
         if not memory_ids:
             return {}
         rows = await self._run(
             lambda c: c.fetch(
-                "SELECT memory_id, content, occurred_at, metadata, importance FROM memories"
-                " WHERE session = $1 AND memory_id = ANY($2::uuid[])",
+                f"SELECT {CANDIDATE_COLUMNS} FROM memories m"
+                " LEFT JOIN memory_supersessions s ON s.session = m.session AND s.memory_id = m.memory_id"
+                " WHERE m.session = $1 AND m.memory_id = ANY($2::uuid[])",
                 session,
                 memory_ids,
             )
         )
-        return {str(row["memory_id"]): _candidate(row) for row in rows}
+        return {str(row["memory_id"]): candidate(row) for row in rows}
 
-    async def delete(self, session: str, memory_id: str) -> bool:
-        """Delete one memory (and its chunks); False when the session has no such memory."""
-        status = await self._run(
-            lambda c: c.execute("DELETE FROM memories WHERE session = $1 AND memory_id = $2::uuid", session, memory_id)
+    async def delete(self, session: str, memory_id: str) -> tuple[bool, list[str]]:
+        """Delete one memory (its chunks and supersession rows go with it).
+
+        Returns:
+            (deleted, current_again): False when the session has no such memory; the memories it
+            had superseded, which are current again.
+        """
+        row = await self._run(
+            lambda c: c.fetchrow(
+                "WITH gone AS (DELETE FROM memories WHERE session = $1 AND memory_id = $2::uuid RETURNING 1)"
+                " SELECT (SELECT count(*) FROM gone) AS deleted, (SELECT coalesce(array_agg(memory_id::text"
+                "  ORDER BY memory_id), '{}') FROM memory_supersessions WHERE session = $1 AND superseded_by = $2::uuid"
+                "  AND EXISTS (SELECT 1 FROM gone)) AS current_again",
+                session,
+                memory_id,
+            )
         )
-        return status != "DELETE 0"
+        return row["deleted"] > 0, list(row["current_again"])
 
     async def delete_session(self, session: str) -> int:
         """Delete every memory of ``session``; returns how many."""

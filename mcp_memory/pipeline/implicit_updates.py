@@ -17,6 +17,8 @@ an update only when the vectors agree (``similarity``) *and* the words show one 
 Measured separation, precision and recall, is in evals/README.md (``python -m evals.update_pairs``).
 Detected pairs only reorder: ``prefer_newer`` moves the newer memory of a pair to just above the
 older when it ranked below it; nothing is dropped and nothing else moves relative to each other.
+A question about the past ("where did Alice live before?") keeps the fused order. Recorded
+supersession (``pipeline/supersede.py``) runs after this and wins where both apply.
 
 Failure policy: pure functions, no I/O; ``order_updates`` reads vectors from the in-process copy
 or, without one, PostgreSQL (``DatabaseUnavailable`` propagates, as in the rest of recall).
@@ -31,6 +33,7 @@ import numpy as np
 
 from mcp_memory.deps import Ready
 from mcp_memory.models import Candidate
+from mcp_memory.pipeline.supersede import asks_about_past
 
 __all__ = ["FRAME_SIMILARITY", "MARKER_SIMILARITY", "is_update", "order_updates", "prefer_newer"]
 
@@ -178,13 +181,14 @@ def prefer_newer(candidates: Sequence[Candidate], vectors: Mapping[str, np.ndarr
     return ranked
 
 
-async def order_updates(ready: Ready, session: str, candidates: list[Candidate]) -> list[Candidate]:
-    """``prefer_newer`` with the candidates' vectors from the session's in-process copy, else PostgreSQL.
+async def order_updates(ready: Ready, session: str, query: str, candidates: list[Candidate]) -> list[Candidate]:
+    """``prefer_newer`` with the candidates' vectors from the session's in-process copy, else PostgreSQL;
+    the candidates as they are when ``query`` asks about the past (``supersede.asks_about_past``).
 
     Raises:
         DatabaseUnavailable: the vectors had to come from PostgreSQL and it could not be reached.
     """
-    if len(candidates) < 2:
+    if len(candidates) < 2 or asks_about_past(query):
         return candidates
     ids = [c.memory_id for c in candidates]
     vectors = ready.vectors.vectors(session, ids)

@@ -1,4 +1,4 @@
-"""The recall pipeline, the only orchestrator: plan -> embed -> search -> fuse -> answer -> audit.
+"""The recall pipeline, the only orchestrator: plan -> embed -> search -> fuse -> supersede -> answer -> audit.
 
 Each stage is its own module with its own failure policy (see their docstrings); this module
 times them, keeps the result within ``max_response_chars``, and writes one audit row.
@@ -18,6 +18,7 @@ from mcp_memory.pipeline.implicit_updates import order_updates
 from mcp_memory.models import Candidate, RecallResult, RecalledMemory
 from mcp_memory.pipeline.plan import plan_query
 from mcp_memory.pipeline.search import search
+from mcp_memory.pipeline.supersede import prefer_current
 from mcp_memory.pipeline.validate import check_session, check_text, check_top_k
 
 __all__ = ["recall"]
@@ -65,10 +66,13 @@ def _recalled(candidate: Candidate) -> RecalledMemory:
         occurred_at=candidate.occurred_at.isoformat(),
         score=round(candidate.score, 6),
         metadata=candidate.metadata,
+        superseded_by=candidate.superseded_by,
     )
 
 
-async def recall(ready: Ready, session: str, query: str, top_k: int | None = None) -> RecallResult:
+async def recall(
+    ready: Ready, session: str, query: str, top_k: int | None = None, include_superseded: bool = False
+) -> RecallResult:
     """Find the memories of ``session`` that answer ``query``; answer from them if a model is set.
 
     Args:
@@ -76,6 +80,8 @@ async def recall(ready: Ready, session: str, query: str, top_k: int | None = Non
         query: the question, 1..max_query_chars characters.
         top_k: memories to return without an answer model (1..max_top_k, default 12); with
             one, the number of candidates it may cite.
+        include_superseded: keep superseded memories (each below its successor) and add each
+            current memory's history; by default only a question about the past does.
 
     Returns:
         RecallResult: with an answer model, its answer (or the fixed refusal) and only the
@@ -121,8 +127,12 @@ async def recall(ready: Ready, session: str, query: str, top_k: int | None = Non
     rows = await ready.repository.fetch(session, [memory_id for memory_id, _ in fused[:pool_size]])
     candidates = [rows[i].model_copy(update={"score": s}) for i, s in fused[:pool_size] if i in rows]
     candidates = adjust(candidates, datetime.now(UTC), tuning.half_life_days, tuning.importance_weight)
-    candidates = (await order_updates(ready, session, candidates) if tuning.implicit_updates else candidates)[:top_k]
+    candidates = await order_updates(ready, session, query, candidates) if tuning.implicit_updates else candidates
     clock.lap("fuse")
+
+    preferred = await prefer_current(ready.repository, session, query, candidates, top_k, include_superseded)
+    candidates = preferred.candidates
+    clock.lap("supersede")
 
     outcome = await answer(query, candidates, ready.llm, tuning.refusal)
     clock.lap("answer")
@@ -144,6 +154,7 @@ async def recall(ready: Ready, session: str, query: str, top_k: int | None = Non
         "plan_notes": plan.notes,
         "candidates": {name: ids for name, ids in lists.items()},
         "fused": [{"memory_id": c.memory_id, "score": round(c.score, 6)} for c in candidates],
+        "supersession": preferred.detail,
         "selected": [c.memory_id for c in selected],
         "answerable": outcome.answerable,
         "answer": outcome.text,

@@ -17,7 +17,15 @@ from mcp_memory.errors import InvalidInput
 from mcp_memory.models import NewMemory
 from mcp_memory.settings import LimitSettings
 
-__all__ = ["check_memory_id", "check_session", "check_text", "check_top_k", "new_memory", "parse_occurred_at"]
+__all__ = [
+    "check_memory_id",
+    "check_session",
+    "check_supersedes",
+    "check_text",
+    "check_top_k",
+    "new_memory",
+    "parse_occurred_at",
+]
 
 
 def check_session(session: str, limits: LimitSettings) -> str:
@@ -77,6 +85,36 @@ def check_memory_id(memory_id: str) -> str:
         return str(uuid.UUID(memory_id))
     except (ValueError, AttributeError, TypeError):
         raise InvalidInput("memory_id", f"must be a memory_id as returned by store_memory (a UUID); got {memory_id!r}")
+
+
+def check_supersedes(supersedes: Any, limits: LimitSettings) -> tuple[str, ...]:
+    """Return the canonical lower-case UUIDs of ``supersedes``, each once, in the order given.
+
+    Only the form is checked here; that each id is a memory of the caller's session (and not
+    the memory being stored) is checked by the repository inside the insert's transaction.
+
+    Raises:
+        InvalidInput: not a list, more than ``max_supersedes`` items (duplicates counted), or an
+            item that is not a UUID string.
+    """
+    if supersedes is None:
+        return ()
+    if not isinstance(supersedes, list):
+        raise InvalidInput("supersedes", "must be a list of memory_ids (UUIDs) of this session")
+    if len(supersedes) > limits.max_supersedes:
+        raise InvalidInput("supersedes", f"has {len(supersedes)} ids; the limit is {limits.max_supersedes}")
+    found: dict[str, None] = {}
+    for index, item in enumerate(supersedes):
+        try:
+            if not isinstance(item, str):
+                raise TypeError
+            found[str(uuid.UUID(item))] = None
+        except (ValueError, TypeError):
+            shown = repr(item) if len(repr(item)) <= 80 else repr(item)[:77] + "..."
+            raise InvalidInput(
+                "supersedes", f"item {index} must be a memory_id as returned by store_memory (a UUID); got {shown}"
+            ) from None
+    return tuple(found)
 
 
 def parse_occurred_at(value: str | None, now: datetime | None = None) -> datetime:
@@ -143,6 +181,7 @@ def new_memory(
     metadata: dict[str, Any] | None,
     importance: float | None,
     limits: LimitSettings,
+    supersedes: Any = None,
 ) -> NewMemory:
     """Validate every store_memory argument and build the memory to store.
 
@@ -158,4 +197,5 @@ def new_memory(
         metadata=check_metadata(metadata, limits),
         importance=importance,
         content_hash=hashlib.sha256(content.encode()).digest(),
+        supersedes=check_supersedes(supersedes, limits),
     )

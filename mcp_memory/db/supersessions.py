@@ -1,0 +1,199 @@
+"""Supersession queries (migration 008): mark memories superseded, read chains of them.
+
+Mixed into ``Repository``, which provides ``_run`` (a pooled connection, one retry after a
+dropped connection); ``mark`` also runs inside ``Repository.insert_memory``'s transaction, so an
+explicit ``supersedes`` commits with the memory or not at all. Every statement filters on the
+session and binds every value. Marking writes only ``memory_supersessions``, never ``memories``,
+so the session's version (and every server's vector copy) stays as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import asyncpg
+
+from mcp_memory.errors import InvalidInput
+from mcp_memory.models import Candidate
+
+__all__ = ["MAX_CHAIN", "SupersessionQueries", "candidate", "mark"]
+
+MAX_CHAIN = 32  # links followed from a memory to the current end of its chain (or back through its history)
+
+Source = Literal["explicit", "llm"]
+
+
+def candidate(row: asyncpg.Record) -> Candidate:
+    """A Candidate from a row of memories joined to its memory_supersessions row (columns may be null)."""
+    return Candidate(
+        memory_id=str(row["memory_id"]),
+        content=row["content"],
+        occurred_at=row["occurred_at"],
+        metadata=json.loads(row["metadata"]),
+        importance=row["importance"],
+        superseded_by=str(row["superseded_by"]) if row["superseded_by"] is not None else None,
+        superseded_at=row["superseded_at"],
+        superseded_others=bool(row["superseded_others"]),
+    )
+
+
+async def mark(
+    connection: asyncpg.Connection, session: str, successor: str, memory_ids: list[str], source: Source, strict: bool
+) -> list[str]:
+    """Mark ``memory_ids`` superseded by ``successor``; call inside a transaction.
+
+    Rules: a memory has one successor, so marking a memory again names the new one (and the new
+    time). With ``strict`` (the caller's own ``supersedes``) the successor is current afterwards:
+    a mark on it is removed, which also keeps chains free of cycles (storing B again with
+    ``supersedes=[A]`` after A superseded B leaves A superseded by B, and B current). Otherwise
+    (the LLM's picks) a successor that was itself superseded meanwhile marks nothing. Calls that mark in one session take turns (a transaction
+    advisory lock), so two of them cannot build a cycle between them. The memories named and the
+    successor are locked against deletion until commit (FOR KEY SHARE).
+
+    Args:
+        successor: the superseding memory's id (canonical UUID text).
+        memory_ids: canonical UUIDs, each once.
+        strict: raise on an id that is not a memory of ``session`` (explicit ``supersedes``);
+            otherwise skip it (the LLM's picks, which may have been deleted since).
+
+    Returns:
+        The ids marked, in the order given.
+
+    Raises:
+        InvalidInput: ``successor`` is among ``memory_ids``, or (``strict``) an id is not a
+            memory of ``session``; the message is the same whether the id exists in another
+            session or nowhere.
+    """
+    if successor in memory_ids:
+        raise InvalidInput(
+            "supersedes",
+            f"names {successor}, the memory being stored (its content is already stored under that id); "
+            "a memory cannot supersede itself",
+        )
+    await connection.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended('mcp-memory/supersede:' || $1, 0))", session
+    )
+    rows = await connection.fetch(
+        "SELECT memory_id FROM memories WHERE session = $1 AND memory_id = ANY($2::uuid[]) FOR KEY SHARE",
+        session,
+        [successor, *memory_ids],
+    )
+    present = {str(row["memory_id"]) for row in rows}
+    if successor not in present:  # deleted while this call ran: nothing to mark
+        return []
+    missing = [memory_id for memory_id in memory_ids if memory_id not in present]
+    if missing and strict:
+        raise InvalidInput(
+            "supersedes",
+            f"{missing[0]} is not a memory of this session; name memory_ids that store_memory returned for it",
+        )
+    marked = [memory_id for memory_id in memory_ids if memory_id in present]
+    if strict:
+        await connection.execute(
+            "DELETE FROM memory_supersessions WHERE session = $1 AND memory_id = $2::uuid", session, successor
+        )
+    elif await connection.fetchval(
+        "SELECT 1 FROM memory_supersessions WHERE session = $1 AND memory_id = $2::uuid", session, successor
+    ):
+        return []
+    if marked:
+        await connection.execute(
+            "INSERT INTO memory_supersessions (session, memory_id, superseded_by, source)"
+            " SELECT $1, unnest($3::uuid[]), $2::uuid, $4"
+            " ON CONFLICT (session, memory_id) DO UPDATE SET superseded_by = EXCLUDED.superseded_by,"
+            "  superseded_at = EXCLUDED.superseded_at, source = EXCLUDED.source"
+            " WHERE memory_supersessions.superseded_by <> EXCLUDED.superseded_by",
+            session,
+            successor,
+            marked,
+            source,
+        )
+    return marked
+
+
+# The columns `candidate` reads, from memories m and memory_supersessions s joined on the memory.
+CANDIDATE_COLUMNS = (
+    "m.memory_id, m.content, m.occurred_at, m.metadata, m.importance, s.superseded_by, s.superseded_at,"
+    " EXISTS (SELECT 1 FROM memory_supersessions p WHERE p.session = m.session AND p.superseded_by = m.memory_id)"
+    " AS superseded_others"
+)
+
+
+class SupersessionQueries:
+    """Reads and writes of ``memory_supersessions``."""
+
+    _run: Callable[[Callable[[asyncpg.Connection], Awaitable[Any]]], Awaitable[Any]]
+
+    async def mark_superseded(self, session: str, successor: str, memory_ids: list[str], source: Source) -> list[str]:
+        """Mark those of ``memory_ids`` that are (still) memories of ``session`` superseded by
+        ``successor``, in one transaction (see ``mark``; ids no longer there are skipped).
+
+        Returns:
+            The ids marked.
+        """
+        if not memory_ids:
+            return []
+
+        async def work(connection: asyncpg.Connection) -> list[str]:
+            async with connection.transaction():
+                return await mark(connection, session, successor, memory_ids, source, strict=False)
+
+        return await self._run(work)
+
+    async def current_successors(self, session: str, memory_ids: list[str]) -> dict[str, Candidate]:
+        """For each superseded memory of ``memory_ids``, the current memory at the end of its chain
+        (its successor's successor ...), at most ``MAX_CHAIN`` links away.
+
+        Returns:
+            memory_id -> the current successor; ids that are current, unknown, or whose chain is
+            longer than ``MAX_CHAIN`` are absent.
+        """
+        if not memory_ids:
+            return {}
+        sql = f"""
+            WITH RECURSIVE chain (start, memory_id, depth) AS (
+                SELECT s.memory_id, s.superseded_by, 1 FROM memory_supersessions s
+                WHERE s.session = $1 AND s.memory_id = ANY($2::uuid[])
+                UNION ALL
+                SELECT c.start, s.superseded_by, c.depth + 1 FROM chain c
+                JOIN memory_supersessions s ON s.session = $1 AND s.memory_id = c.memory_id
+                WHERE c.depth < {MAX_CHAIN})
+            SELECT DISTINCT ON (c.start) c.start, {CANDIDATE_COLUMNS}
+            FROM chain c JOIN memories m ON m.session = $1 AND m.memory_id = c.memory_id
+            LEFT JOIN memory_supersessions s ON s.session = $1 AND s.memory_id = m.memory_id
+            WHERE s.memory_id IS NULL
+            ORDER BY c.start, c.depth
+        """
+        rows = await self._run(lambda c: c.fetch(sql, session, memory_ids))
+        return {str(row["start"]): candidate(row) for row in rows}
+
+    async def predecessors(self, session: str, memory_ids: list[str], limit: int) -> dict[str, list[Candidate]]:
+        """The history of each of ``memory_ids``: the memories it superseded, theirs, and so on,
+        at most ``MAX_CHAIN`` links back and ``limit`` memories in all.
+
+        Returns:
+            memory_id -> its predecessors, nearest link first, then most recently marked first;
+            ids with none are absent.
+        """
+        if not memory_ids:
+            return {}
+        sql = f"""
+            WITH RECURSIVE chain (head, memory_id, depth) AS (
+                SELECT s.superseded_by, s.memory_id, 1 FROM memory_supersessions s
+                WHERE s.session = $1 AND s.superseded_by = ANY($2::uuid[])
+                UNION ALL
+                SELECT c.head, s.memory_id, c.depth + 1 FROM chain c
+                JOIN memory_supersessions s ON s.session = $1 AND s.superseded_by = c.memory_id
+                WHERE c.depth < {MAX_CHAIN})
+            SELECT c.head, {CANDIDATE_COLUMNS}
+            FROM chain c JOIN memories m ON m.session = $1 AND m.memory_id = c.memory_id
+            JOIN memory_supersessions s ON s.session = $1 AND s.memory_id = m.memory_id
+            ORDER BY c.head, c.depth, s.superseded_at DESC, m.memory_id LIMIT $3
+        """
+        rows = await self._run(lambda c: c.fetch(sql, session, memory_ids, limit))
+        found: dict[str, list[Candidate]] = {}
+        for row in rows:
+            found.setdefault(str(row["head"]), []).append(candidate(row))
+        return found

@@ -1,0 +1,221 @@
+"""Supersession with an LLM, against the scripted OpenAI-compatible server: found on store by
+``llm.supersede_model`` (found, none, failing, malformed, ids not among the candidates, off), and
+told to the answer model at recall."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from conftest import make_settings
+from fake_openai import ChatReply, FakeOpenAI
+from mcp import Client
+
+from mcp_memory.deps import Deps
+from mcp_memory.server import build_server
+from tools import call, store
+
+pytestmark = pytest.mark.anyio
+
+BERLIN = "Alice lives in Berlin, in a flat in Kreuzberg."
+LISBON = "Alice moved from Berlin to Lisbon; she lives in Lisbon now."
+COFFEE = "Bob drinks his coffee black, no sugar."
+CANDIDATE = re.compile(r'<memory id="([0-9a-f-]{36})" occurred_at="[^"]+">')
+NEW = re.compile(r'^<new_memory id="([0-9a-f-]{36})" occurred_at="([^"]+)">(.*)</new_memory>$', re.MULTILINE)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+async def _client(pg_url, work_dir, fake: FakeOpenAI, **overrides: Any) -> AsyncIterator[Client]:
+    llm = {"base_url": fake.base_url, "api_key": "test-key", "supersede_model": "fake-supersede",
+           "timeout_s": 1.0, "max_retries": 0, **overrides.pop("llm", {})}
+    settings = make_settings(pg_url, work_dir, llm=llm, **overrides)
+    deps = Deps(settings)
+    await deps.start()
+    try:
+        async with Client(build_server(settings, deps), mode="legacy") as client:
+            yield client
+    finally:
+        await deps.close()
+
+
+@pytest.fixture
+async def superseding(pg_url, work_dir, fake, empty_tables) -> AsyncIterator[Client]:
+    """A server whose supersede model is the scripted one (no planner, no answer model)."""
+    async for client in _client(pg_url, work_dir, fake):
+        yield client
+
+
+def _reply(**fields: Any) -> ChatReply:
+    return ChatReply(content=json.dumps(fields))
+
+
+def _user(request_body: dict[str, Any]) -> str:
+    return request_body["messages"][-1]["content"]
+
+
+async def _supersede_audits(client: Client, session: str) -> list[dict[str, Any]]:
+    audits = (await call(client, "list_audits", {"session": session, "kind": "supersede", "limit": 100}))["audits"]
+    return [row["detail"] for row in audits]
+
+
+async def test_the_model_sees_the_new_memory_and_its_nearest_current_memories_and_its_pick_is_marked(
+    superseding, fake
+):
+    berlin = await store(superseding, "s-a", BERLIN, occurred_at="2024-01-10")
+    await store(superseding, "s-a", COFFEE, occurred_at="2024-02-01")
+    fake.set_chat_handler(lambda body: _reply(superseded=CANDIDATE.findall(_user(body))[:1], reason="she moved"))
+
+    stored = await call(superseding, "store_memory", {"session": "s-a", "content": LISBON, "occurred_at": "2025-03-01"})
+
+    request = fake.chat_requests()[-1].body
+    new = NEW.search(_user(request))
+    assert new is not None and new.groups() == (stored["memory_id"], "2025-03-01T00:00:00+00:00", LISBON)
+    assert _user(request).index("<new_memory") < _user(request).index("<memory ")
+    assert CANDIDATE.findall(_user(request)) == [berlin]  # the coffee memory is below min_similarity
+    assert request["model"] == "fake-supersede"
+    assert stored["superseded"] == [berlin]
+    audit = (await _supersede_audits(superseding, "s-a"))[0]
+    assert audit["memory_id"] == stored["memory_id"] and audit["candidates"] == [berlin]
+    assert audit["superseded"] == [berlin] and audit["reason"] == "she moved"
+    assert audit["model"] == "fake-supersede" and audit["note"] is None and audit["latency_ms"] > 0
+    recalled = (await call(superseding, "recall_memory", {"session": "s-a", "query": "Where does Alice live?"}))
+    assert [m["memory_id"] for m in recalled["memories"]][0] == stored["memory_id"]
+    assert berlin not in [m["memory_id"] for m in recalled["memories"]]
+    usage = (await call(superseding, "usage_stats", {}))["operations"]
+    assert [(op["operation"], op["calls"]) for op in usage] == [("supersede", 1)]
+
+
+async def test_when_the_model_finds_nothing_nothing_is_marked_and_the_decision_is_audited(superseding, fake):
+    berlin = await store(superseding, "s-b", BERLIN)
+    fake.script_chat(_reply(superseded=[], reason="a different fact"))
+
+    stored = await call(superseding, "store_memory", {"session": "s-b", "content": LISBON})
+
+    assert stored["superseded"] == []
+    audit = (await _supersede_audits(superseding, "s-b"))[0]
+    assert audit["candidates"] == [berlin] and audit["superseded"] == [] and audit["reason"] == "a different fact"
+
+
+async def test_ids_that_were_not_candidates_are_dropped_and_noted(superseding, fake):
+    berlin = await store(superseding, "s-c", BERLIN)
+    coffee = await store(superseding, "s-c", COFFEE)
+    elsewhere = await store(superseding, "s-other", "Alice lives in Paris.")
+    invented = str(uuid.uuid4())
+    fake.set_chat_handler(
+        lambda body: _reply(superseded=[coffee, elsewhere, invented, berlin.upper()] if LISBON in _user(body) else [],
+                            reason="r")
+    )
+
+    stored = await call(superseding, "store_memory", {"session": "s-c", "content": LISBON})
+
+    assert stored["superseded"] == [berlin]
+    audit = (await _supersede_audits(superseding, "s-c"))[0]
+    assert audit["superseded"] == [berlin]
+    assert "dropped 3 id(s)" in audit["note"] and invented in audit["note"]
+
+
+async def test_a_failing_model_leaves_the_memory_stored_notes_why_and_logs_a_warning(superseding, fake, caplog):
+    await store(superseding, "s-d", BERLIN)
+    fake.script_chat(ChatReply(status=503))
+
+    with caplog.at_level(logging.WARNING, logger="mcp_memory"):
+        stored = await call(superseding, "store_memory", {"session": "s-d", "content": LISBON})
+
+    assert stored["superseded"] == [] and stored["deduplicated"] is False
+    recalled = await call(superseding, "recall_memory", {"session": "s-d", "query": "Lisbon"})
+    assert stored["memory_id"] in [m["memory_id"] for m in recalled["memories"]]
+    audit = (await _supersede_audits(superseding, "s-d"))[0]
+    assert audit["superseded"] == [] and "failed" in audit["note"]
+    assert any(r.levelno == logging.WARNING and "supersession on store failed" in r.getMessage() for r in caplog.records)
+    assert all(LISBON not in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("content", ["not json at all", json.dumps({"superseded": "all of them", "reason": "x"})])
+async def test_a_malformed_reply_marks_nothing_and_notes_it(superseding, fake, caplog, content):
+    await store(superseding, "s-e", BERLIN)
+    fake.set_chat_handler(lambda body: ChatReply(content=content))
+
+    with caplog.at_level(logging.WARNING, logger="mcp_memory"):
+        stored = await call(superseding, "store_memory", {"session": "s-e", "content": LISBON})
+
+    assert stored["superseded"] == []
+    audit = (await _supersede_audits(superseding, "s-e"))[0]
+    assert "reply unusable" in audit["note"]
+    assert any(r.levelno == logging.WARNING for r in caplog.records)
+
+
+async def test_the_first_memory_of_a_session_asks_no_model_and_says_so(superseding, fake):
+    await store(superseding, "s-f", BERLIN)
+
+    assert fake.chat_requests() == []
+    [audit] = await _supersede_audits(superseding, "s-f")
+    assert audit["candidates"] == [] and "not asked" in audit["note"]
+
+
+async def test_a_deduplicated_store_asks_no_model(superseding, fake):
+    await store(superseding, "s-g", BERLIN)
+    fake.script_chat(_reply(superseded=[], reason="r"))
+    await store(superseding, "s-g", LISBON)
+
+    await store(superseding, "s-g", LISBON)
+
+    assert len(fake.chat_requests()) == 1
+
+
+async def test_explicit_supersedes_are_kept_and_not_shown_to_the_model(superseding, fake):
+    berlin = await store(superseding, "s-h", BERLIN)
+    fake.script_chat(_reply(superseded=[], reason="nothing else"))
+    paris = await store(superseding, "s-h", "Alice lived in Paris for a year before Berlin.")
+    fake.set_chat_handler(lambda body: _reply(superseded=CANDIDATE.findall(_user(body)), reason="all of them"))
+
+    stored = await call(superseding, "store_memory", {"session": "s-h", "content": LISBON, "supersedes": [berlin]})
+
+    assert berlin not in CANDIDATE.findall(_user(fake.chat_requests()[-1].body))
+    assert stored["superseded"] == [berlin, paris]
+
+
+async def test_a_candidate_that_happened_after_the_new_memory_is_not_shown(superseding, fake):
+    await store(superseding, "s-i", LISBON, occurred_at="2025-03-01")
+
+    await store(superseding, "s-i", BERLIN, occurred_at="2024-01-10")
+
+    assert fake.chat_requests() == []
+
+
+async def test_the_switch_turns_supersession_on_store_off(pg_url, work_dir, fake, empty_tables):
+    async for client in _client(pg_url, work_dir, fake, supersede={"llm_on_store": False}):
+        await store(client, "s-off", BERLIN)
+        stored = await call(client, "store_memory", {"session": "s-off", "content": LISBON})
+
+        assert stored["superseded"] == []
+        assert fake.chat_requests() == []
+        assert await _supersede_audits(client, "s-off") == []
+
+
+async def test_the_answer_model_is_told_which_memories_are_superseded_by_which_and_when(
+    pg_url, work_dir, fake, empty_tables
+):
+    async for client in _client(pg_url, work_dir, fake, llm={"supersede_model": None, "answer_model": "fake-answer"}):
+        berlin = await store(client, "s-ans", BERLIN)
+        lisbon = await store(client, "s-ans", LISBON, supersedes=[berlin])
+        fake.set_chat_handler(lambda body: _reply(answerable=True, answer="Berlin", memory_ids=[berlin]))
+
+        result = await call(client, "recall_memory", {"session": "s-ans", "query": "Where did Alice live before?"})
+
+        system, user = (m["content"] for m in fake.chat_requests()[-1].body["messages"])
+        assert "superseded_by" in system and "present" in system and "past" in system
+        fenced = re.search(rf'<memory id="{berlin}" occurred_at="[^"]+" superseded_by="{lisbon}" superseded_at="([^"]+)">',
+                           user)
+        assert fenced is not None and fenced.group(1).startswith("20")
+        assert re.search(rf'<memory id="{lisbon}" occurred_at="[^"]+">', user)
+        assert [(m["memory_id"], m["superseded_by"]) for m in result["memories"]] == [(berlin, lisbon)]
