@@ -23,12 +23,14 @@ def cells(figures: dict[str, float | None]) -> list[str]:
 
 
 SUPERSESSION_COLUMNS = (
-    ("newer first (update)", "newer_first"), ("history found (historical)", "history_found"),
+    ("newer first (update)", "newer_first"), ("newer first, either found", "newer_first_found"),
+    ("history found (historical)", "history_found"),
     ("history found, include_superseded", "history_found_included"), ("recall hit (unrelated)", "unrelated_hit"),
     ("recall hit (rest)", "rest_hit"), ("recall hit (all)", "all_hit"), ("selection hit (all)", "all_selected"),
     ("marked / expected", "marked"),
 )
-"""Per configuration: the issue's three figures, recall hit on the questions that are neither update nor
+"""Per configuration: the issue's three figures (newer first also among the update questions where the
+newer or an older memory was returned at all), recall hit on the questions that are neither update nor
 historical ("rest"), and how many of the case file's supersessions the server marked on store."""
 
 

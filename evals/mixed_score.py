@@ -111,6 +111,8 @@ def supersession_figures(questions: Sequence[dict[str, Any]], scores: Sequence[S
     pairs = list(zip(questions, scores, strict=True))
     return {
         "newer_first": mean([bool(s.ordered) for q, s in pairs if q["kind"] == "update"]),
+        "newer_first_found": mean([bool(s.ordered) for q, s in pairs
+                                   if q["kind"] == "update" and (s.hit or s.superseded_returned)]),
         "history_found": mean([s.hit for q, s in pairs if q["kind"] == "historical"]),
         "history_found_included": mean([included[q["id"]] for q, _ in pairs if q["id"] in included]),
         "unrelated_hit": mean([s.hit for q, s in pairs if q["kind"] == "unrelated"]),

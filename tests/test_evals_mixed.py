@@ -207,6 +207,7 @@ def test_supersession_figures_take_newer_first_from_updates_and_history_from_his
     scores = [score(q, r, ["s"] * len(r), answered=False) for q, r in zip(questions, returned, strict=True)]
     figures = supersession_figures(questions, scores, {"h1": True})
     assert (figures["newer_first"], figures["history_found"], figures["history_found_included"]) == (0.5, 0.0, 1.0)
+    assert figures["newer_first_found"] == 0.5
     assert (figures["unrelated_hit"], figures["rest_hit"], figures["all_hit"]) == (1.0, 1.0, 0.75)
 
 
