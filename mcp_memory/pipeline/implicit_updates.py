@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -93,10 +95,30 @@ def _first_content(text: str) -> str | None:
     return None
 
 
-def _restated(older: str, newer: str) -> bool:
+class _Words(NamedTuple):
+    """What the rule reads of one text, computed once per text (``_words`` is cached)."""
+
+    lead: tuple[str, ...]  # every token in order, lower case (CJK: one character each)
+    content: frozenset[str]
+    values: frozenset[str]
+    subject: str | None
+    changed_values: frozenset[str] | None  # values from the change marker on; None without a marker
+
+
+@lru_cache(maxsize=4096)
+def _words(text: str) -> _Words:
+    marker = _MARKER.search(text)
+    changed = None
+    if marker is not None:
+        start = min([marker.start(), *(m.start() for m in _FROM.finditer(text, 0, marker.start()))])  # "from X" first
+        changed = frozenset(_content(text[start:], values_only=True))
+    return _Words(tuple(_lead(text)), frozenset(_content(text)), frozenset(_content(text, values_only=True)),
+                  _first_content(text), changed)
+
+
+def _restated(x: tuple[str, ...], y: tuple[str, ...]) -> bool:
     """Both open with the same frame of at least ``FRAME_TOKENS`` content tokens that holds a copula (or the
     frames stop where both put one), and the texts go on differently."""
-    x, y = _lead(older), _lead(newer)
     shared = 0
     while shared < min(len(x), len(y)) and x[shared] == y[shared]:
         shared += 1
@@ -108,21 +130,16 @@ def _restated(older: str, newer: str) -> bool:
     )
 
 
-def _marked_change(older: str, newer: str) -> bool:
+def _marked_change(older: _Words, newer: _Words) -> bool:
     """The newer marks a change, names the older's subject, shares two content words with it, and from the
     marker on (or from a "from"/"从" before it) names one of the older's values (a word with a capital
     or a digit, an e-mail address, or CJK)."""
-    marker = _MARKER.search(newer)
-    if marker is None:
-        return False
-    start = min([marker.start(), *(m.start() for m in _FROM.finditer(newer, 0, marker.start()))])  # "from X" first
-    newer_words, older_words = _content(newer), _content(older)
-    subject = _first_content(older)
     return (
-        subject is not None
-        and subject in newer_words
-        and len(newer_words & older_words) >= 2
-        and bool(_content(newer[start:], values_only=True) & _content(older, values_only=True))
+        newer.changed_values is not None
+        and older.subject is not None
+        and older.subject in newer.content
+        and len(newer.content & older.content) >= 2
+        and bool(newer.changed_values & older.values)
     )
 
 
@@ -140,7 +157,8 @@ def is_update(older: str, newer: str, similarity: float) -> bool:
     """
     if older == newer or similarity < MARKER_SIMILARITY:
         return False
-    return (similarity >= FRAME_SIMILARITY and _restated(older, newer)) or _marked_change(older, newer)
+    x, y = _words(older), _words(newer)
+    return (similarity >= FRAME_SIMILARITY and _restated(x.lead, y.lead)) or _marked_change(x, y)
 
 
 def prefer_newer(candidates: Sequence[Candidate], vectors: Mapping[str, np.ndarray]) -> list[Candidate]:
@@ -158,13 +176,17 @@ def prefer_newer(candidates: Sequence[Candidate], vectors: Mapping[str, np.ndarr
     ranked = list(candidates)
     with_vectors = [c for c in ranked if c.memory_id in vectors]
     pairs: list[tuple[str, str]] = []
+    if len(with_vectors) < 2:
+        return ranked
+    matrix = np.stack([vectors[c.memory_id] for c in with_vectors])
+    similarities = (matrix @ matrix.T).tolist()
     for i, first in enumerate(with_vectors):
-        for second in with_vectors[i + 1 :]:
-            if first.occurred_at == second.occurred_at:
+        for j in range(i + 1, len(with_vectors)):
+            second = with_vectors[j]
+            if similarities[i][j] < MARKER_SIMILARITY or first.occurred_at == second.occurred_at:
                 continue
             older, newer = (first, second) if first.occurred_at < second.occurred_at else (second, first)
-            similarity = float(np.dot(vectors[older.memory_id], vectors[newer.memory_id]))
-            if is_update(older.content, newer.content, similarity):
+            if is_update(older.content, newer.content, similarities[i][j]):
                 pairs.append((older.memory_id, newer.memory_id))
     for _ in range(len(pairs) + 1):  # each pass fixes at least one pair; a chain of n needs n passes
         moved = False
