@@ -14,7 +14,8 @@ Two ``mcp-memory serve --transport http`` processes: A runs the package found un
 ``--baseline`` (PYTHONPATH; default the installed one) on ``--baseline-data-dir`` (default
 ``--data-dir``), B the installed working tree on ``--data-dir``. At concurrency 1 the calls
 alternate A, B, A, B on the same questions; at higher concurrency A and B runs alternate in
-blocks of ``--requests``, twice each (ABAB), and the figures are pooled. ``--a-args`` and ``--b-args``
+blocks of ``--requests``, ``--rounds`` times each (default 2: ABAB), and the figures are pooled;
+more, shorter rounds average out other load on a shared machine. ``--a-args`` and ``--b-args``
 add ``serve`` options to one side (say ``--b-args=--sse``). The ranked contents of
 A and B are compared call by call (memory_ids differ between databases).
 """
@@ -57,7 +58,7 @@ async def main(args: argparse.Namespace) -> None:
                             same += [m["content"] for m in ra["memories"]] == [m["content"] for m in rb["memories"]]
                         wall = {"A": sum(lat["A"]) / 1000, "B": sum(lat["B"]) / 1000}
                     else:
-                        for name, client in (("A", ca), ("B", cb), ("A", ca), ("B", cb)):
+                        for name, client in (("A", ca), ("B", cb)) * args.rounds:
                             async def one(i: int, client: McpHttp = client) -> float:
                                 _, ms = await client.call("recall_memory",
                                                           {"session": session, "query": asked[i % len(asked)]})
@@ -91,6 +92,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--sessions", type=lambda s: s.split(","), default=["bench-10000"])
     parser.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 10])
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="at concurrency > 1: A and B blocks of --requests alternate this many times each")
     parser.add_argument("--json", type=Path)
     return parser
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from mcp_memory.errors import DatabaseUnavailable
 from mcp_memory.db.retrieval import RetrievalQueries
-from mcp_memory.db.supersessions import CANDIDATE_COLUMNS, SupersessionQueries, candidate, mark
+from mcp_memory.db.supersessions import CANDIDATE_COLUMNS, WITH_SUPERSESSION, SupersessionQueries, candidate, mark
 from mcp_memory.models import Candidate, NewMemory
 
 __all__ = ["Repository", "StoredRow"]
@@ -137,8 +137,7 @@ class Repository(RetrievalQueries, SupersessionQueries):
             return {}
         rows = await self._run(
             lambda c: c.fetch(
-                f"SELECT {CANDIDATE_COLUMNS} FROM memories m"
-                " LEFT JOIN memory_supersessions s ON s.session = m.session AND s.memory_id = m.memory_id"
+                f"SELECT {CANDIDATE_COLUMNS} FROM memories m{WITH_SUPERSESSION}"
                 " WHERE m.session = $1 AND m.memory_id = ANY($2::uuid[])",
                 session,
                 memory_ids,

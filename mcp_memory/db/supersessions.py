@@ -18,7 +18,7 @@ import asyncpg
 from mcp_memory.errors import InvalidInput
 from mcp_memory.models import Candidate
 
-__all__ = ["MAX_CHAIN", "SupersessionQueries", "candidate", "mark"]
+__all__ = ["CANDIDATE_COLUMNS", "MAX_CHAIN", "WITH_SUPERSESSION", "SupersessionQueries", "candidate", "mark"]
 
 MAX_CHAIN = 32  # links followed from a memory to the current end of its chain (or back through its history)
 
@@ -113,11 +113,19 @@ async def mark(
     return marked
 
 
-# The columns `candidate` reads, from memories m and memory_supersessions s joined on the memory.
+# What `candidate` reads: memories m with its own supersession row s (or nulls) and whether it
+# superseded any memory. Each lookup is a LIMIT 1 subquery on one index (the primary key, and
+# memory_supersessions_successor), so it costs one index probe per memory whatever the planner
+# believes of the table; a join or EXISTS was planned as a scan of every row of the session
+# (or of the table) while its statistics were stale.
 CANDIDATE_COLUMNS = (
     "m.memory_id, m.content, m.occurred_at, m.metadata, m.importance, s.superseded_by, s.superseded_at,"
-    " EXISTS (SELECT 1 FROM memory_supersessions p WHERE p.session = m.session AND p.superseded_by = m.memory_id)"
-    " AS superseded_others"
+    " (SELECT true FROM memory_supersessions p WHERE p.session = $1 AND p.superseded_by = m.memory_id LIMIT 1)"
+    " IS NOT NULL AS superseded_others"
+)
+WITH_SUPERSESSION = (
+    " LEFT JOIN LATERAL (SELECT x.superseded_by, x.superseded_at FROM memory_supersessions x"
+    "  WHERE x.session = $1 AND x.memory_id = m.memory_id LIMIT 1) s ON true"
 )
 
 
@@ -157,17 +165,16 @@ class SupersessionQueries:
                 SELECT s.memory_id, s.superseded_by, 1 FROM memory_supersessions s
                 WHERE s.session = $1 AND s.memory_id = ANY($2::uuid[])
                 UNION ALL
-                SELECT c.start, s.superseded_by, c.depth + 1 FROM chain c
-                JOIN memory_supersessions s ON s.session = $1 AND s.memory_id = c.memory_id
-                WHERE c.depth < {MAX_CHAIN})
-            SELECT DISTINCT ON (c.start) c.start, {CANDIDATE_COLUMNS}
-            FROM chain c JOIN memories m ON m.session = $1 AND m.memory_id = c.memory_id
-            LEFT JOIN memory_supersessions s ON s.session = $1 AND s.memory_id = m.memory_id
-            WHERE s.memory_id IS NULL
-            ORDER BY c.start, c.depth
+                SELECT c.start, n.superseded_by, c.depth + 1 FROM chain c
+                CROSS JOIN LATERAL (SELECT x.superseded_by FROM memory_supersessions x
+                                    WHERE x.session = $1 AND x.memory_id = c.memory_id LIMIT 1) n
+                WHERE c.depth < {MAX_CHAIN}),
+            ends AS (SELECT DISTINCT ON (start) start, memory_id FROM chain ORDER BY start, depth DESC)
+            SELECT e.start, {CANDIDATE_COLUMNS}
+            FROM ends e JOIN memories m ON m.session = $1 AND m.memory_id = e.memory_id{WITH_SUPERSESSION}
         """
         rows = await self._run(lambda c: c.fetch(sql, session, memory_ids))
-        return {str(row["start"]): candidate(row) for row in rows}
+        return {str(row["start"]): candidate(row) for row in rows if row["superseded_by"] is None}
 
     async def predecessors(self, session: str, memory_ids: list[str], limit: int) -> dict[str, list[Candidate]]:
         """The history of each of ``memory_ids``: the memories it superseded, theirs, and so on,
@@ -184,12 +191,12 @@ class SupersessionQueries:
                 SELECT s.superseded_by, s.memory_id, 1 FROM memory_supersessions s
                 WHERE s.session = $1 AND s.superseded_by = ANY($2::uuid[])
                 UNION ALL
-                SELECT c.head, s.memory_id, c.depth + 1 FROM chain c
-                JOIN memory_supersessions s ON s.session = $1 AND s.superseded_by = c.memory_id
+                SELECT c.head, n.memory_id, c.depth + 1 FROM chain c
+                CROSS JOIN LATERAL (SELECT x.memory_id FROM memory_supersessions x
+                                    WHERE x.session = $1 AND x.superseded_by = c.memory_id LIMIT {MAX_CHAIN}) n
                 WHERE c.depth < {MAX_CHAIN})
             SELECT c.head, {CANDIDATE_COLUMNS}
-            FROM chain c JOIN memories m ON m.session = $1 AND m.memory_id = c.memory_id
-            JOIN memory_supersessions s ON s.session = $1 AND s.memory_id = m.memory_id
+            FROM chain c JOIN memories m ON m.session = $1 AND m.memory_id = c.memory_id{WITH_SUPERSESSION}
             ORDER BY c.head, c.depth, s.superseded_at DESC, m.memory_id LIMIT $3
         """
         rows = await self._run(lambda c: c.fetch(sql, session, memory_ids, limit))

@@ -1,0 +1,152 @@
+"""What supersession on store costs: prompt tokens per store and latency added per store.
+
+Usage::
+
+    python -m benchmarks.supersede_cost --data-dir /tmp/mcpm-bench --baseline /tmp/mcpm-base --count 300
+
+Three ``mcp-memory serve --transport http`` processes on one database store the same LoCoMo turns
+(one conversation, in order, so a turn has earlier turns about the same things), one at a time,
+interleaved turn by turn, each into a fresh session of its own:
+
+- ``old``: the package under ``--baseline`` (a copy of mcp_memory/ before supersession);
+- ``off``: the working tree with no supersede model (the store path every user without one runs);
+- ``llm``: the working tree with ``llm.supersede_model`` pointed at the scripted OpenAI-compatible
+  server of the tests (tests/fake_openai.py, in this process), which answers at once, naming the
+  first candidate on every second request. Its latency is therefore mcp-memory's own cost (the
+  candidate search, one HTTP round trip, marking, the audit row); a real model adds its own.
+
+Prompt tokens are counted on the requests the scripted server recorded (system + user message),
+with the WordPiece tokenizer of the default embedding model (mcp_memory/model_files, the BERT
+uncased vocabulary), not a chat model's tokenizer, which no package here ships offline; the
+characters are reported too. The scripted server's own ``usage`` fields are scripted and not used.
+The stage's own time is the ``latency_ms`` of the last 100 ``supersede`` audit rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from tokenizers import Tokenizer
+
+from benchmarks.harness import McpHttp, ServerProcess, percentiles
+from benchmarks.load import DATA
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from fake_openai import ChatReply, FakeOpenAI  # noqa: E402
+
+TOKENIZER = Path(__file__).resolve().parent.parent / "mcp_memory" / "model_files" / "all-MiniLM-L6-v2" / "tokenizer.json"
+
+
+def conversation_turns(limit: int) -> list[tuple[str, str]]:
+    """(text, occurred_at) of the first ``limit`` turns of LoCoMo's conversations, in order."""
+    found: list[tuple[str, str]] = []
+    for sample in json.loads((DATA / "locomo10.json").read_text()):
+        conversation = sample["conversation"]
+        number = 1
+        while f"session_{number}" in conversation and len(found) < limit:
+            for turn in conversation[f"session_{number}"]:
+                found.append((f"{turn['speaker']}: {turn['text']}", ""))
+            number += 1
+        if len(found) >= limit:
+            break
+    # Later turns happen later (one minute apart), so earlier turns are candidates.
+    return [(text, f"2023-01-01T{index // 60 % 24:02d}:{index % 60:02d}:00+00:00") for index, (text, _) in
+            enumerate(found[:limit])]
+
+
+async def main(args: argparse.Namespace) -> None:
+    turns = conversation_turns(args.count)
+    fake = FakeOpenAI().start()
+    asked = {"n": 0}
+
+    def decide(body: dict[str, Any]) -> ChatReply:
+        asked["n"] += 1
+        user = body["messages"][-1]["content"]
+        first = user.split('<memory id="', 1)[1][:36] if '<memory id="' in user else None
+        picked = [first] if first and asked["n"] % 2 == 0 else []
+        return ChatReply(content=json.dumps({"superseded": picked, "reason": "scripted"}))
+
+    fake.set_chat_handler(decide)
+    stamp = int(time.time())
+    llm_env = {"MCP_MEMORY_LLM__BASE_URL": fake.base_url, "MCP_MEMORY_LLM__API_KEY": "x",
+               "MCP_MEMORY_LLM__SUPERSEDE_MODEL": "scripted", "MCP_MEMORY_LLM__MAX_RETRIES": "0"}
+    report: dict[str, Any] = {"turns": len(turns)}
+    try:
+        with ServerProcess(args.data_dir, args.port, env={"PYTHONPATH": str(args.baseline)}) as old, \
+                ServerProcess(args.data_dir, args.port + 1) as off, \
+                ServerProcess(args.data_dir, args.port + 2, env=llm_env) as llm:
+            async with McpHttp(args.port) as c_old, McpHttp(args.port + 1) as c_off, McpHttp(args.port + 2) as c_llm:
+                clients = {"old": c_old, "off": c_off, "llm": c_llm}
+                for name, client in clients.items():  # warm-up: load the model, open connections
+                    await client.call("store_memory", {"session": f"cost-warmup-{stamp}", "content": f"warm-up {name}"})
+                latency: dict[str, list[float]] = {name: [] for name in clients}
+                superseded = 0
+                for index, (text, occurred_at) in enumerate(turns):
+                    order = list(clients.items())
+                    order = order[index % 3:] + order[: index % 3]  # rotate who goes first
+                    for name, client in order:
+                        result, ms = await client.call(
+                            "store_memory", {"session": f"cost-{name}-{stamp}", "content": text, "occurred_at": occurred_at}
+                        )
+                        latency[name].append(ms)
+                        if name == "llm":
+                            superseded += len(result.get("superseded", []))
+                for name, values in latency.items():
+                    report[name] = {**percentiles(values), "mean": round(statistics.mean(values), 2)}
+                report["added_ms_llm_minus_off"] = {
+                    "p50": round(report["llm"]["p50"] - report["off"]["p50"], 2),
+                    "mean": round(report["llm"]["mean"] - report["off"]["mean"], 2),
+                }
+                report["added_ms_off_minus_old"] = {
+                    "p50": round(report["off"]["p50"] - report["old"]["p50"], 2),
+                    "mean": round(report["off"]["mean"] - report["old"]["mean"], 2),
+                }
+                report["marked_superseded"] = superseded
+                audits, _ = await c_llm.call("list_audits", {"session": f"cost-llm-{stamp}", "kind": "supersede",
+                                                             "limit": 100})
+                stage = [row["detail"]["latency_ms"] for row in audits["audits"]]
+                report["stage_latency_ms_last_100"] = {"mean": round(statistics.mean(stage), 2),
+                                                       "p50": round(statistics.median(stage), 2)}
+                for name, client in clients.items():
+                    for session in (f"cost-{name}-{stamp}", f"cost-warmup-{stamp}"):
+                        await client.call("delete_memory", {"session": session, "all": True, "confirm": session})
+    finally:
+        fake.stop()
+    tokenizer = Tokenizer.from_file(str(TOKENIZER))
+    tokenizer.no_truncation()  # the file truncates at the embedding model's 256
+    requests = [r.body for r in fake.chat_requests()]
+    tokens = [sum(len(tokenizer.encode(m["content"], add_special_tokens=False).ids) for m in body["messages"])
+              for body in requests]
+    chars = [sum(len(m["content"]) for m in body["messages"]) for body in requests]
+    report["model_asked"] = {"stores": len(turns), "requests": len(requests)}
+    if tokens:
+        report["prompt_tokens_per_request"] = {"mean": round(statistics.mean(tokens), 1),
+                                               "p50": statistics.median(tokens), "max": max(tokens)}
+        report["prompt_chars_per_request"] = {"mean": round(statistics.mean(chars), 1), "max": max(chars)}
+        report["prompt_tokens_per_store"] = round(sum(tokens) / len(turns), 1)
+        system = requests[0]["messages"][0]["content"]
+        report["system_prompt_tokens"] = len(tokenizer.encode(system, add_special_tokens=False).ids)
+    print(json.dumps(report, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--baseline", type=Path, required=True, help="folder holding the baseline mcp_memory/")
+    parser.add_argument("--port", type=int, default=18751)
+    parser.add_argument("--count", type=int, default=300, help="turns stored by each server")
+    parser.add_argument("--json", type=Path)
+    return parser
+
+
+if __name__ == "__main__":
+    anyio.run(main, _parser().parse_args())
