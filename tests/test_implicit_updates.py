@@ -136,4 +136,4 @@ async def test_candidate_vectors_from_the_in_process_copy_equal_those_read_from_
     for memory_id in ids:
         assert np.allclose(copied[memory_id], read[memory_id], atol=1e-6)
         assert np.isclose(np.linalg.norm(read[memory_id]), 1.0, atol=1e-5)
-    assert ready.vectors.vectors("s-none", ids) is None
+    assert ready.vectors.vectors("s-implicit-never-recalled", ids) is None  # no copy: ask PostgreSQL
