@@ -174,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=parse_modes,
         default=None,
         help="retrieval modes to evaluate in process, comma-separated, default all "
-        "(vector, keyword, hybrid-rrf60, hybrid, hybrid+supplement, default)",
+        "(vector, keyword, hybrid-rrf60, hybrid, hybrid+supplement, no-updates, default)",
     )
     parser.add_argument(
         "--folds", type=parse_folds, default=0, help="also report R@10 per fold (conversations alternated); e.g. 2"

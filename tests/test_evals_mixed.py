@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections import Counter
@@ -38,10 +39,10 @@ def test_committed_case_file_is_what_the_default_seed_generates(cases: dict[str,
 
 
 @pytest.mark.parametrize("seed", [DEFAULT_SEED, 1, 2])
-def test_every_seed_gives_1000_memories_and_100_questions_with_a_third_in_chinese(seed: int) -> None:
+def test_every_seed_gives_1000_memories_and_154_questions_with_a_third_in_chinese(seed: int) -> None:
     generated = generate(seed)
     memories, questions = generated["memories"], generated["questions"]
-    assert (len(memories), len(questions)) == (1000, 100)
+    assert (len(memories), len(questions)) == (1000, 154)
     assert sum(m["language"] == "zh" for m in memories) >= 200
     assert sum(q["language"] == "zh" for q in questions) >= 20
     kinds = Counter(q["kind"] for q in questions)
@@ -67,7 +68,7 @@ def test_ids_are_sequential_and_every_evidence_id_names_a_memory_of_the_question
 ) -> None:
     memories = {m["id"]: m for m in cases["memories"]}
     assert list(memories) == [f"m{i:04d}" for i in range(1, 1001)]
-    assert [q["id"] for q in cases["questions"]] == [f"q{i:03d}" for i in range(1, 101)]
+    assert [q["id"] for q in cases["questions"]] == [f"q{i:03d}" for i in range(1, 155)]
     for question in cases["questions"]:
         assert question["evidence"]
         for case_id in question["evidence"] + question.get("superseded", []):
@@ -82,6 +83,39 @@ def test_updates_name_older_superseded_memories(cases: dict[str, Any]) -> None:
         newest = datetime.fromisoformat(memories[question["evidence"][0]]["occurred_at"])
         for case_id in question["superseded"]:
             assert datetime.fromisoformat(memories[case_id]["occurred_at"]) < newest, question["id"]
+
+
+def test_supersedes_names_an_older_memory_of_the_same_session(cases: dict[str, Any]) -> None:
+    memories = {m["id"]: m for m in cases["memories"]}
+    marked = [m for m in cases["memories"] if m.get("supersedes")]
+    assert len(marked) == cases["counts"]["supersessions"] == 46
+    for memory in marked:
+        for old_id in memory["supersedes"]:
+            old = memories[old_id]
+            assert old["session"] == memory["session"], memory["id"]
+            assert datetime.fromisoformat(old["occurred_at"]) < datetime.fromisoformat(memory["occurred_at"])
+
+
+def test_update_questions_supersede_along_the_recorded_chain_and_history_asks_for_the_memory_replaced(
+    cases: dict[str, Any],
+) -> None:
+    memories = {m["id"]: m for m in cases["memories"]}
+    superseded_by = {old: m["id"] for m in cases["memories"] for old in m.get("supersedes", [])}
+    for question in cases["questions"]:
+        if question["kind"] == "update":
+            chain, current = [], question["evidence"][0]
+            while memories[current].get("supersedes"):
+                current = memories[current]["supersedes"][0]
+                chain.append(current)
+            assert sorted(chain) == sorted(question["superseded"]), question["id"]
+        elif question["kind"] == "historical":
+            assert len(question["evidence"]) == 1 and question["evidence"][0] in superseded_by, question["id"]
+            assert "superseded" not in question
+        elif question["kind"] == "unrelated":
+            (evidence,) = question["evidence"]
+            assert evidence not in superseded_by and not memories[evidence].get("supersedes"), question["id"]
+    kinds = Counter(q["kind"] for q in cases["questions"])
+    assert (kinds["update"], kinds["historical"], kinds["unrelated"]) == (30, 32, 16)
 
 
 def test_expected_answers_come_from_the_evidence(cases: dict[str, Any]) -> None:
@@ -151,3 +185,49 @@ def test_mixed_runner_refuses_a_bad_top_k_or_a_missing_case_file_before_ingest(t
     assert "must be 1..100; got 0" in capsys.readouterr().err
     assert main(["--cases", str(tmp_path / "none.json"), "--data-dir", str(tmp_path)]) == 2
     assert "case file not found" in caplog.text
+
+
+def test_store_waves_store_every_memory_after_the_ones_it_supersedes() -> None:
+    from evals.mixed_configs import store_waves
+
+    memories = [{"id": "c", "supersedes": ["b"]}, {"id": "a"}, {"id": "b", "supersedes": ["a"]}, {"id": "x"}]
+    assert [[m["id"] for m in wave] for wave in store_waves(memories)] == [["a", "x"], ["b"], ["c"]]
+    with pytest.raises(ValueError, match="cycle"):
+        store_waves([{"id": "a", "supersedes": ["b"]}, {"id": "b", "supersedes": ["a"]}])
+
+
+def test_supersession_figures_take_newer_first_from_updates_and_history_from_historical_hits() -> None:
+    from evals.mixed_score import supersession_figures
+
+    questions = [{"id": "u1", "kind": "update", "session": "s", "evidence": ["n"], "superseded": ["o"]},
+                 {"id": "u2", "kind": "update", "session": "s", "evidence": ["n2"], "superseded": ["o2"]},
+                 {"id": "h1", "kind": "historical", "session": "s", "evidence": ["o"]},
+                 {"id": "r1", "kind": "unrelated", "session": "s", "evidence": ["z"]}]
+    returned = [["n", "o"], ["o2", "n2"], ["n"], ["z"]]
+    scores = [score(q, r, ["s"] * len(r), answered=False) for q, r in zip(questions, returned, strict=True)]
+    figures = supersession_figures(questions, scores, {"h1": True})
+    assert (figures["newer_first"], figures["history_found"], figures["history_found_included"]) == (0.5, 0.0, 1.0)
+    assert figures["newer_first_found"] == 0.5
+    assert (figures["unrelated_hit"], figures["rest_hit"], figures["all_hit"]) == (1.0, 1.0, 0.75)
+
+
+def test_scripted_judge_replies_the_candidates_the_case_file_says_the_new_memory_supersedes() -> None:
+    import httpx
+
+    from evals.mixed_configs import ScriptedJudge
+
+    memories = [{"id": "m1", "content": "Alice lives in Berlin."}, {"id": "m2", "content": "Bob lives in Rome."},
+                {"id": "m3", "content": "Alice moved to Lisbon & Porto.", "supersedes": ["m1"]}]
+    with ScriptedJudge(memories) as judge:
+        judge.learn("m1", "id-1")
+        judge.learn("m2", "id-2")
+        prompt = ('<new_memory id="id-3" occurred_at="2024-01-02T00:00:00+00:00">Alice moved to Lisbon &amp; Porto.'
+                  '</new_memory>\n<memory id="id-2" occurred_at="2023-01-01T00:00:00+00:00">Bob lives in Rome.</memory>'
+                  '\n<memory id="id-1" occurred_at="2023-01-01T00:00:00+00:00">Alice lives in Berlin.</memory>')
+        body = {"model": "scripted-judge", "messages": [{"role": "user", "content": prompt}]}
+        reply = httpx.post(f"{judge.base_url}/chat/completions", json=body, timeout=10).json()
+        other = httpx.post(f"{judge.base_url}/chat/completions", timeout=10,
+                           json={"messages": [{"role": "user", "content": "plan this query"}]})
+    assert json.loads(reply["choices"][0]["message"]["content"])["superseded"] == ["id-1"]
+    assert other.status_code == 400
+    assert (judge.requests, judge.marked, judge.missed, judge.unexpected) == (1, 1, 0, 1)

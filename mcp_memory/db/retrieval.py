@@ -261,6 +261,25 @@ class RetrievalQueries:
         )
         return [str(row["memory_id"]) for row in rows]
 
+    async def embeddings(self, session: str, memory_ids: list[str]) -> dict[str, np.ndarray]:
+        """Window 0's vector of each of ``memory_ids`` in ``session``, unit length, keyed by memory_id
+        (ids the session lacks are absent)."""
+        if not memory_ids:
+            return {}
+        rows = await self._run(
+            lambda c: c.fetch(
+                "SELECT memory_id, embedding FROM memories WHERE session = $1 AND memory_id = ANY($2::uuid[])",
+                session,
+                memory_ids,
+            )
+        )
+        found = {}
+        for row in rows:
+            vector = np.asarray(row["embedding"].to_numpy(), dtype=np.float32)
+            norm = float(np.linalg.norm(vector))
+            found[str(row["memory_id"])] = vector / (norm or 1.0)
+        return found
+
     async def neighbours(
         self, session: str, memory_ids: list[str], span: int, max_gap_s: float
     ) -> dict[str, list[str]]:

@@ -48,6 +48,7 @@ class _Copy:
         self.known: set[str] = set()
         self.timeline: list[tuple[datetime, str]] = []  # (occurred_at, memory_id) of each memory, in order
         self._places: dict[str, int] | None = None  # memory_id -> index in timeline, rebuilt after a change
+        self._first: dict[str, int] | None = None  # memory_id -> its first column, rebuilt after a change
         self.columns = np.empty((1, 0), dtype=np.float32)
         self.rows = 0
         self.memories = 0
@@ -79,6 +80,14 @@ class _Copy:
                 found[memory_id] = near
         return found
 
+    def vectors(self, memory_ids: list[str]) -> dict[str, np.ndarray]:
+        """Each known id's first column (window 0 as loaded first), unit length."""
+        if self._first is None:
+            self._first = {}
+            for column, memory_id in enumerate(self.memory_ids):
+                self._first.setdefault(memory_id, column)
+        return {m: self.columns[:, self._first[m]] for m in memory_ids if m in self._first}
+
     def extend(self, snapshot: SessionVectors) -> None:
         """Append the snapshot's vectors; the caller has checked they are the only change."""
         added = snapshot.embeddings.reshape(len(snapshot.memory_ids), -1)
@@ -98,6 +107,7 @@ class _Copy:
             self.timeline = sorted([*self.timeline, *((o, m) for m, o in new.items())])
             self._places = None
         self.memory_ids.extend(snapshot.memory_ids)
+        self._first = None
         self.known.update(snapshot.memory_ids)
         self.memories = len(self.known)
         self.version = snapshot.version
@@ -206,6 +216,15 @@ class VectorCache:
         """
         copy = self._copies.get(session)
         return None if copy is None else copy.neighbours(memory_ids, span, max_gap_s)
+
+    def vectors(self, session: str, memory_ids: list[str]) -> dict[str, np.ndarray] | None:
+        """Unit vectors (window 0) of ``memory_ids`` from the session's copy, keyed by id (ids it lacks
+        are absent); None when the session has no copy (ask ``Repository.embeddings``).
+
+        Call it after ``nearest`` in the same recall, as ``neighbours``.
+        """
+        copy = self._copies.get(session)
+        return None if copy is None else copy.vectors(memory_ids)
 
     async def _refresh(self, repository: Repository, session: str, seen: SessionVersion) -> _Copy | None:
         """Bring the session's copy up to date; None when it does not fit the budget."""

@@ -14,6 +14,7 @@ from mcp_memory.pipeline.answer import answer
 from mcp_memory.pipeline.audit import record
 from mcp_memory.deps import Ready
 from mcp_memory.pipeline.fuse import adjust, rrf, spread
+from mcp_memory.pipeline.implicit_updates import order_updates
 from mcp_memory.models import Candidate, RecallResult, RecalledMemory
 from mcp_memory.pipeline.plan import plan_query
 from mcp_memory.pipeline.search import search
@@ -126,6 +127,7 @@ async def recall(
     rows = await ready.repository.fetch(session, [memory_id for memory_id, _ in fused[:pool_size]])
     candidates = [rows[i].model_copy(update={"score": s}) for i, s in fused[:pool_size] if i in rows]
     candidates = adjust(candidates, datetime.now(UTC), tuning.half_life_days, tuning.importance_weight)
+    candidates = await order_updates(ready, session, query, candidates) if tuning.implicit_updates else candidates
     clock.lap("fuse")
 
     preferred = await prefer_current(ready.repository, session, query, candidates, top_k, include_superseded)
