@@ -32,7 +32,7 @@ from pathlib import Path
 import anyio
 
 from evals.args import bounded_int
-from evals.locomo_data import CATEGORY_NAMES, Conversation, EvidenceStats, load_locomo
+from evals.locomo_data import CATEGORY_NAMES, TIMES, Conversation, EvidenceStats, load_locomo
 from evals.metrics import GroupSummary, QuestionScore, score_question, summarize
 from evals.report import RetrieverResult, print_table, stage_deltas, summary_markdown, write_reports
 from evals.retrievers import Bm25Retriever, Retriever
@@ -180,7 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--folds", type=parse_folds, default=0, help="also report R@10 per fold (conversations alternated); e.g. 2"
     )
     parser.add_argument(
-        "--concurrency", type=bounded_int(1), default=16, help="store_memory calls in flight during ingest"
+        "--times", choices=TIMES, default="real",
+        help="turn times: real (each turn gets its session's date-time, as the data gives it) or spaced "
+        "(plus the turn's index in seconds)",
+    )
+    parser.add_argument(
+        "--concurrency", type=bounded_int(1), default=16,
+        help="conversations ingested at once (each stores its turns one after the other, in order)",
     )
     parser.add_argument(
         "--bm25-stopwords", choices=("en", "en_plus"), default="en_plus", help="bm25s list; en_plus scores higher"
@@ -220,8 +226,9 @@ async def evaluate(
     """
     top_k = max(ks)
     started = time.perf_counter()
-    for conversation in conversations:
-        await retriever.prepare(conversation)
+    async with anyio.create_task_group() as group:  # conversations at once; the retriever bounds how many
+        for conversation in conversations:
+            group.start_soon(retriever.prepare, conversation)
     prepare_s = time.perf_counter() - started
     logger.info("%s: prepared %d conversations in %.1f s", retriever.name, len(conversations), prepare_s)
     scores: list[tuple[str, QuestionScore]] = []
@@ -312,6 +319,7 @@ def run_header(
             "ks": list(args.k),
             "top_k": max(args.k),
             "query": "raw question",
+            "times": args.times,
             "transport": args.transport,
             "folds": args.folds,
         },
@@ -332,7 +340,7 @@ async def run(args: argparse.Namespace) -> int:
         return 2
     sample_ids = [item.strip() for item in args.conversations.split(",")] if args.conversations else None
     try:
-        conversations, stats = load_locomo(data_path, sample_ids)
+        conversations, stats = load_locomo(data_path, sample_ids, args.times)
     except ValueError as exc:  # e.g. --conversations names a conversation the file does not hold
         logger.error("%s", exc)
         return 2

@@ -1,7 +1,9 @@
 """mcp-memory under evaluation, reached only through its MCP tools.
 
 Each LoCoMo conversation becomes one session ``locomo-<sample_id>``: it is emptied with
-``delete_memory(all=true)``, then every turn is stored with ``store_memory`` (concurrently), and
+``delete_memory(all=true)``, then every turn is stored with ``store_memory``, one call after the
+other in conversation order (so storage order is conversation order; conversations are stored
+concurrently), and
 each question is asked with ``recall_memory`` using the raw question. Identical content in one
 session is stored once by the server, so the retriever keeps memory_id -> every dia_id with that
 content and a recalled memory stands for all of them.
@@ -264,7 +266,7 @@ class McpMemoryRetriever:
         Args:
             client: connected to an mcp-memory server (see ``open_client``).
             server: description of the server side, copied into the report.
-            concurrency: store_memory calls in flight at once during ingest.
+            concurrency: conversations ingested at once (each stores its turns one at a time, in order).
             name: display name (the mode's name when evaluating modes).
             ingested: the ``ingested`` map of a retriever that already stored the conversations in
                 this database; ``prepare`` then stores nothing and only checks the session is there.
@@ -274,6 +276,7 @@ class McpMemoryRetriever:
         self._client = client
         self._server = server
         self._concurrency = concurrency
+        self._ingesting = anyio.Semaphore(concurrency)
         self._reuse = ingested is not None
         # session -> memory_id -> dia_ids
         self._dia_ids: dict[str, dict[str, list[str]]] = {
@@ -331,7 +334,11 @@ class McpMemoryRetriever:
         self._dia_ids[session].setdefault(str(stored["memory_id"]), []).append(turn.dia_id)
 
     async def prepare(self, conversation: Conversation) -> None:
-        """Empty the conversation's session, then store all of its turns concurrently.
+        """Empty the conversation's session, then store its turns one after the other, in order.
+
+        Each store returns before the next starts, so the server's storage order is the
+        conversation's order whatever the turns' times; ``concurrency`` conversations are
+        prepared at once.
 
         With ``ingested`` given at construction, store nothing: the session must already be there.
 
@@ -343,21 +350,15 @@ class McpMemoryRetriever:
             if session not in self._dia_ids:
                 raise ValueError(f"{session} was not ingested by the first mode; cannot reuse the ingest")
             return
-        started = time.perf_counter()
-        try:
-            await self._call("delete_memory", {"session": session, "all": True, "confirm": session})
-        except McpToolError as error:
-            logger.info("delete of %s before ingest: %s (ignored)", session, error)
-        self._dia_ids[session] = {}
-        limiter = anyio.Semaphore(self._concurrency)
-
-        async def store_limited(turn: Turn) -> None:
-            async with limiter:
-                await self._store(session, turn)
-
-        async with anyio.create_task_group() as group:
+        async with self._ingesting:
+            started = time.perf_counter()
+            try:
+                await self._call("delete_memory", {"session": session, "all": True, "confirm": session})
+            except McpToolError as error:
+                logger.info("delete of %s before ingest: %s (ignored)", session, error)
+            self._dia_ids[session] = {}
             for turn in conversation.turns:
-                group.start_soon(store_limited, turn)
+                await self._store(session, turn)
         elapsed_s = time.perf_counter() - started
         self.stats.ingest_s[conversation.sample_id] = elapsed_s
         self.stats.expected_duplicates += len(conversation.turns) - len(conversation.documents)
@@ -386,5 +387,9 @@ class McpMemoryRetriever:
 
     def describe(self) -> dict[str, object]:
         """The server side, ingest concurrency (or reuse) and the query policy."""
-        ingest = "reused from the first mode" if self._reuse else f"store_memory, {self._concurrency} in flight"
+        ingest = (
+            "reused from the first mode"
+            if self._reuse
+            else f"store_memory, turns one at a time in order, {self._concurrency} conversations at once"
+        )
         return {**self._server, "ingest": ingest, "query": "raw question"}

@@ -88,18 +88,43 @@ def test_evidence_is_split_repaired_and_unknown_ids_dropped() -> None:
     assert stats.dropped == [("c", "D"), ("c", "D10:19")]
 
 
-def test_conversation_ignores_empty_sessions_and_orders_turns_by_seconds() -> None:
+def test_conversation_ignores_empty_sessions_and_gives_each_turn_its_sessions_real_time() -> None:
     stats = EvidenceStats()
     conversation = parse_conversation(_sample(), stats)
     assert conversation.session_count == 2
-    assert [turn.occurred_at.isoformat() for turn in conversation.turns[:3]] == [
-        "2023-05-08T13:56:00", "2023-05-08T13:56:01", "2023-05-08T13:56:02",
+    assert [turn.occurred_at.isoformat() for turn in conversation.turns] == [
+        "2023-05-08T13:56:00", "2023-05-08T13:56:00", "2023-05-08T13:56:00",
+        "2023-12-19T10:04:00", "2023-12-19T10:04:00",
     ]
+    assert [turn.dia_id for turn in conversation.turns] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
     assert conversation.turns[1].content == "Bob: Look! [shares a photo: a photo of a red kite]"
     assert [q.evidence for q in conversation.questions] == [("D1:1",), ("D1:1", "D2:1", "D1:2"), (), ("D2:1",)]
     assert stats.no_evidence == [("conv-x", 2)]
     assert conversation.questions[1].answer == "2023"
     assert conversation.questions[3].answer == "y"
+
+
+def test_spaced_times_add_the_turn_index_in_seconds() -> None:
+    conversation = parse_conversation(_sample(), EvidenceStats(), times="spaced")
+    assert [turn.occurred_at.isoformat() for turn in conversation.turns] == [
+        "2023-05-08T13:56:00", "2023-05-08T13:56:01", "2023-05-08T13:56:02",
+        "2023-12-19T10:04:00", "2023-12-19T10:04:01",
+    ]
+
+
+def test_unknown_times_are_refused() -> None:
+    with pytest.raises(ValueError, match="times='shifted'"):
+        parse_conversation(_sample(), EvidenceStats(), times="shifted")
+
+
+def test_times_option_defaults_to_real_and_refuses_others(capsys) -> None:
+    from evals.locomo import build_parser
+
+    assert build_parser().parse_args([]).times == "real"
+    assert build_parser().parse_args(["--times", "spaced"]).times == "spaced"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--times", "shifted"])
+    assert "--times: invalid choice: 'shifted'" in capsys.readouterr().err
 
 
 def test_identical_turns_become_one_document_with_every_dia_id() -> None:
