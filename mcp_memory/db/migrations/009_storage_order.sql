@@ -6,3 +6,13 @@
 -- import, a script) shared one value. clock_timestamp() is the insert's own time, so they keep the
 -- order they were inserted in. Each store_memory is its own transaction either way.
 ALTER TABLE memories ALTER COLUMN created_at SET DEFAULT clock_timestamp();
+
+-- The time-ordered queries now sort by (occurred_at, created_at, memory_id); this index serves them
+-- in that order (the recent list reads it backwards) and replaces (session, occurred_at DESC,
+-- memory_id). Measured in a 10k-memory session whose memories share one occurred_at, 30 anchors,
+-- 2 neighbours each side: 913 ms with the old index (it reads the whole tie group per anchor and
+-- sorts), 0.66 ms with this one; the recent list 7.7-14.7 ms -> 0.07 ms. In LoCoMo sessions (about
+-- 20 memories per time) both take about 1 ms. The exact vector scan reads the session through any
+-- btree that starts with session.
+CREATE INDEX memories_session_time_order ON memories (session, occurred_at, created_at, memory_id);
+DROP INDEX memories_session_occurred_at;
