@@ -96,17 +96,20 @@ def parse_modes(text: str) -> tuple[str, ...]:
     Raises:
         argparse.ArgumentTypeError: a name is not a mode.
     """
-    from evals.mcp_retriever import MODES
+    from evals.mcp_retriever import LEVERS, MODES
 
     names = {item.strip() for item in text.split(",") if item.strip()}
     if "all" in names:
         return tuple(MODES)
-    unknown = sorted(names - set(MODES))
+    if "levers" in names:  # the default and every lever against it
+        names = (names - {"levers"}) | {"default", *LEVERS}
+    unknown = sorted(names - set(MODES) - set(LEVERS))
     if unknown or not names:
         raise argparse.ArgumentTypeError(
-            f"--modes {text!r}: unknown {', '.join(unknown) or '(empty)'}; choose from all, {', '.join(MODES)}"
+            f"--modes {text!r}: unknown {', '.join(unknown) or '(empty)'}; choose from all, levers, "
+            f"{', '.join([*MODES, *LEVERS])}"
         )
-    return tuple(name for name in MODES if name in names)
+    return tuple(name for name in [*MODES, *LEVERS] if name in names)
 
 
 def parse_folds(text: str) -> int:
@@ -174,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=parse_modes,
         default=None,
         help="retrieval modes to evaluate in process, comma-separated, default all "
-        "(vector, keyword, hybrid-rrf60, hybrid, hybrid+supplement, default)",
+        "(vector, keyword, hybrid-rrf60, hybrid, hybrid+supplement, default); levers: default and every "
+        "lever of evals.mcp_retriever.LEVERS",
     )
     parser.add_argument(
         "--folds", type=parse_folds, default=0, help="also report R@10 per fold (conversations alternated); e.g. 2"
@@ -379,7 +383,7 @@ async def run(args: argparse.Namespace) -> int:
     header["run_s"] = run_s
     header["git"] = git
     if mode_results:
-        from evals.mcp_retriever import MODES
+        from evals.mcp_retriever import named_mode
 
         header["source_sha256"] = mode_results[0].settings.get("source_sha256")
         fingerprints = {result.settings.get("source_sha256") for result in mode_results}
@@ -391,8 +395,8 @@ async def run(args: argparse.Namespace) -> int:
                 "the code imported at the first mode served every mode.",
             ]
         header["modes"] = [
-            {"name": name, "description": MODES[name].description, "overrides": dict(MODES[name].overrides),
-             "step": MODES[name].step}
+            {"name": name, "description": named_mode(name).description, "overrides": dict(named_mode(name).overrides),
+             "step": named_mode(name).step}
             for name in modes
         ]
         header["notes"] = [
@@ -458,12 +462,12 @@ async def evaluate_modes(
     Each server starts its own resources (the embedded PostgreSQL is joined, not restarted) and
     closes its pool before the next one starts.
     """
-    from evals.mcp_retriever import MODES, McpMemoryRetriever, open_client
+    from evals.mcp_retriever import McpMemoryRetriever, named_mode, open_client
 
     results: list[RetrieverResult] = []
     ingested: dict[str, dict[str, list[str]]] | None = None
     for name in modes:
-        mode = MODES[name]
+        mode = named_mode(name)
         logger.info("mode %s: %s", name, mode.description)
         async with open_client("inprocess", None, args.data_dir, args.database_url, mode) as (client, server):
             retriever = McpMemoryRetriever(client, server, args.concurrency, name=name, ingested=ingested)

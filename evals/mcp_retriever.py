@@ -52,7 +52,7 @@ class Mode:
     """
 
     name: str
-    overrides: Mapping[str, float | int]
+    overrides: Mapping[str, float | int | str]
     description: str
     step: str
 
@@ -101,6 +101,34 @@ MODES: dict[str, Mode] = {
     )
 }
 """Retrieval modes in stage order: each adds one thing to the one before (``keyword`` swaps lists)."""
+
+LEVERS: dict[str, Mode] = {
+    mode.name: mode
+    for mode in (
+        Mode("span1", {"neighbor_span": 1}, "default, 1 neighbour each side", "neighbor_span 2 -> 1"),
+        Mode("span3", {"neighbor_span": 3}, "default, 3 neighbours each side", "neighbor_span 2 -> 3"),
+        Mode("span4", {"neighbor_span": 4}, "default, 4 neighbours each side", "neighbor_span 2 -> 4"),
+        Mode("nw0.3", {"neighbor_weight": 0.3}, "default, neighbour weight 0.3", "neighbor_weight 0.5 -> 0.3"),
+        Mode("nw0.8", {"neighbor_weight": 0.8}, "default, neighbour weight 0.8", "neighbor_weight 0.5 -> 0.8"),
+        Mode("anchors60", {"neighbor_anchors": 60}, "default, 60 anchors", "neighbor_anchors 30 -> 60"),
+        Mode("episode", {"neighbor_aggregate": "sum"}, "default, neighbours inherit the sum of their anchors",
+             "neighbor_aggregate max -> sum"),
+        Mode("episode4", {"neighbor_aggregate": "sum", "neighbor_span": 4, "neighbor_weight": 0.3},
+             "episodes of 4 each side, sum, weight 0.3", "sum over 4 each side, weight 0.3"),
+        Mode("prf3", {"prf_memories": 3}, "default + feedback from the top 3 memories (8 words)",
+             "pseudo-relevance feedback, 3 memories, 8 words"),
+        Mode("prf5", {"prf_memories": 5, "prf_terms": 12}, "default + feedback from the top 5 memories (12 words)",
+             "pseudo-relevance feedback, 5 memories, 12 words"),
+        Mode("entity1", {"entity_weight": 1.0}, "default + the entity list (weight 1)", "entity list, weight 1"),
+        Mode("entity2", {"entity_weight": 2.0}, "default + the entity list (weight 2)", "entity list, weight 2"),
+    )
+}
+"""Levers measured against ``default``: each overrides the default settings with one change."""
+
+
+def named_mode(name: str) -> Mode:
+    """A mode of ``MODES`` or ``LEVERS`` by name (KeyError if neither has it)."""
+    return MODES[name] if name in MODES else LEVERS[name]
 
 
 def mode_recall_settings(mode: Mode, base: Any) -> Any:

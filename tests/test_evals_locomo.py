@@ -382,3 +382,17 @@ async def test_modes_are_refused_over_http_before_anything_runs() -> None:
 
     args = build_parser().parse_args(["--transport", "http", "--url", "http://127.0.0.1:9/mcp", "--modes", "vector"])
     assert await run(args) == 2
+
+
+def test_every_lever_names_real_recall_settings_and_parses_with_the_default() -> None:
+    from evals.locomo import parse_modes
+    from evals.mcp_retriever import LEVERS, mode_recall_settings
+    from mcp_memory.settings import RecallSettings
+
+    base = RecallSettings()
+    for lever in LEVERS.values():
+        changed = mode_recall_settings(lever, base)
+        assert changed != base, lever.name
+        assert {k for k, v in changed.model_dump().items() if base.model_dump()[k] != v} == set(lever.overrides)
+    assert parse_modes("levers") == ("default", *LEVERS)
+    assert parse_modes("prf3,default") == ("default", "prf3")

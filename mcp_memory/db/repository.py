@@ -1,5 +1,5 @@
-"""The repository: all SQL of mcp-memory lives here and in ``retrieval.py`` (recall's search
-queries, mixed into ``Repository``), each statement scoped by session.
+"""The repository: all SQL of mcp-memory lives here and in ``retrieval.py`` and ``expansion.py``
+(recall's search queries, mixed into ``Repository``), each statement scoped by session.
 
 Every method takes the session as its first argument and every statement filters on it, so
 nothing crosses sessions. Values always travel as bind parameters, never as SQL text.
@@ -19,6 +19,7 @@ import asyncpg
 import numpy as np
 
 from mcp_memory.errors import DatabaseUnavailable
+from mcp_memory.db.expansion import ExpansionQueries
 from mcp_memory.db.retrieval import RetrievalQueries
 from mcp_memory.models import Candidate, NewMemory
 
@@ -59,7 +60,7 @@ def _candidate(row: asyncpg.Record) -> Candidate:
     )
 
 
-class Repository(RetrievalQueries):
+class Repository(RetrievalQueries, ExpansionQueries):
     """All reads and writes of memories, chunks, audits and usage."""
 
     def __init__(self, pool: asyncpg.Pool, model: str) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from mcp_memory.pipeline.answer import answer
 from mcp_memory.pipeline.audit import record
 from mcp_memory.deps import Ready
+from mcp_memory.pipeline.expand import expand
 from mcp_memory.pipeline.fuse import adjust, rrf, spread
 from mcp_memory.models import Candidate, RecallResult, RecalledMemory
 from mcp_memory.pipeline.plan import plan_query
@@ -106,8 +107,13 @@ async def recall(ready: Ready, session: str, query: str, top_k: int | None = Non
         "bigram": tuning.bigram_weight,
         "recent": tuning.recent_weight,
         "window": tuning.window_weight,
+        "entity": tuning.entity_weight,
+        "prf": tuning.prf_weight,
     }
     fused = rrf(lists, weights, tuning.rrf_k)
+    if tuning.prf_memories and fused and (feedback := await expand(ready.repository, session, query, fused, tuning)):
+        lists["prf"] = feedback
+        fused = rrf(lists, weights, tuning.rrf_k)
     pool_size = max(top_k * 2, top_k + 10)
     if tuning.neighbor_weight > 0 and fused:
         anchors = [memory_id for memory_id, _ in fused[: tuning.neighbor_anchors]]
@@ -116,7 +122,7 @@ async def recall(ready: Ready, session: str, query: str, top_k: int | None = Non
             neighbours = await ready.repository.neighbours(
                 session, anchors, tuning.neighbor_span, tuning.neighbor_max_gap_s
             )
-        fused = spread(fused, neighbours, tuning.neighbor_weight)
+        fused = spread(fused, neighbours, tuning.neighbor_weight, tuning.neighbor_aggregate)
     rows = await ready.repository.fetch(session, [memory_id for memory_id, _ in fused[:pool_size]])
     candidates = [rows[i].model_copy(update={"score": s}) for i, s in fused[:pool_size] if i in rows]
     candidates = adjust(candidates, datetime.now(UTC), tuning.half_life_days, tuning.importance_weight)[:top_k]
