@@ -396,3 +396,12 @@ def test_every_lever_names_real_recall_settings_and_parses_with_the_default() ->
         assert {k for k, v in changed.model_dump().items() if base.model_dump()[k] != v} == set(lever.overrides)
     assert parse_modes("levers") == ("default", *LEVERS)
     assert parse_modes("prf3,default") == ("default", "prf3")
+
+
+def test_cross_validation_picks_on_one_fold_and_scores_on_the_other() -> None:
+    from evals.crossval import held_out
+
+    folds = {"default": [0.70, 0.72], "a": [0.75, 0.71], "b": [0.69, 0.74]}
+    # fold 1 held out: b is best on fold 2 and scores 0.69 on fold 1; fold 2 held out: a, 0.71
+    assert held_out(folds) == [(1, "b", 0.69, 0.70), (2, "a", 0.71, 0.72)]
+    assert held_out({"x": [0.7, 0.7], "default": [0.7, 0.7]}) == [(1, "default", 0.7, 0.7), (2, "default", 0.7, 0.7)]
