@@ -17,6 +17,7 @@ from mcp_memory.pipeline.expand import expand
 from mcp_memory.pipeline.fuse import adjust, rrf, spread
 from mcp_memory.models import Candidate, RecallResult, RecalledMemory
 from mcp_memory.pipeline.plan import plan_query
+from mcp_memory.pipeline.rerank import rerank
 from mcp_memory.pipeline.search import search
 from mcp_memory.pipeline.validate import check_session, check_text, check_top_k
 
@@ -125,8 +126,14 @@ async def recall(ready: Ready, session: str, query: str, top_k: int | None = Non
         fused = spread(fused, neighbours, tuning.neighbor_weight, tuning.neighbor_aggregate)
     rows = await ready.repository.fetch(session, [memory_id for memory_id, _ in fused[:pool_size]])
     candidates = [rows[i].model_copy(update={"score": s}) for i, s in fused[:pool_size] if i in rows]
-    candidates = adjust(candidates, datetime.now(UTC), tuning.half_life_days, tuning.importance_weight)[:top_k]
+    candidates = adjust(candidates, datetime.now(UTC), tuning.half_life_days, tuning.importance_weight)
     clock.lap("fuse")
+    rerank_note = None
+    if tuning.rerank_url:
+        reranked = await rerank(query, candidates, tuning)
+        candidates, rerank_note = reranked.candidates, reranked.note
+        clock.lap("rerank")
+    candidates = candidates[:top_k]
 
     outcome = await answer(query, candidates, ready.llm, tuning.refusal)
     clock.lap("answer")
@@ -146,6 +153,7 @@ async def recall(ready: Ready, session: str, query: str, top_k: int | None = Non
         "queries": plan.queries,
         "time_window": plan.time_window.model_dump(mode="json") if plan.time_window else None,
         "plan_notes": plan.notes,
+        **({"rerank_note": rerank_note} if tuning.rerank_url else {}),
         "candidates": {name: ids for name, ids in lists.items()},
         "fused": [{"memory_id": c.memory_id, "score": round(c.score, 6)} for c in candidates],
         "selected": [c.memory_id for c in selected],
