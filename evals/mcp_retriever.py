@@ -121,6 +121,11 @@ LEVERS: dict[str, Mode] = {
              "pseudo-relevance feedback, 5 memories, 12 words"),
         Mode("entity1", {"entity_weight": 1.0}, "default + the entity list (weight 1)", "entity list, weight 1"),
         Mode("entity2", {"entity_weight": 2.0}, "default + the entity list (weight 2)", "entity list, weight 2"),
+        Mode("entity0.5", {"entity_weight": 0.5}, "default + the entity list (weight 0.5)", "entity list, weight 0.5"),
+        Mode("prf3-half", {"prf_memories": 3, "prf_weight": 0.5}, "default + feedback from the top 3 (list weight 0.5)",
+             "pseudo-relevance feedback, 3 memories, list weight 0.5"),
+        Mode("prf3+entity0.5", {"prf_memories": 3, "prf_weight": 0.5, "entity_weight": 0.5},
+             "default + feedback (3 memories, weight 0.5) + entity list (weight 0.5)", "feedback and entity list, 0.5 each"),
     )
 }
 """Levers measured against ``default``: each overrides the default settings with one change."""
