@@ -4,13 +4,9 @@ recent list and the time window."""
 
 from __future__ import annotations
 
-import hashlib
-import uuid
 from datetime import UTC, datetime
 
-import asyncpg
 import pytest
-from pgvector.asyncpg import register_vector
 
 from mcp_memory.embedding.vector_cache import VectorCache
 
@@ -88,33 +84,3 @@ async def test_time_window_of_memories_with_one_time_lists_them_in_storage_order
     at = datetime(2026, 3, 1, tzinfo=UTC)
     assert await ready.repository.in_window("s-order", at, at, 20) == ids
     assert await ready.repository.in_window("s-order", at, at, 4) == ids[:4]
-
-
-async def test_rows_inserted_in_one_transaction_keep_their_order(client, deps, pg_url):
-    """created_at is each insert's own clock time (migration 009), not the transaction's start, so an
-    import that inserts many memories in one transaction keeps their order."""
-    ready = await deps.ready()
-    vectors = await ready.embedder.embed_batch(TURNS[:4])
-    connection = await asyncpg.connect(pg_url)
-    await register_vector(connection)
-    inserted = []
-    try:
-        async with connection.transaction():
-            for turn, vector in zip(TURNS[:4], vectors, strict=True):
-                memory_id = uuid.uuid4()
-                await connection.execute(
-                    "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, embedding,"
-                    " embedding_model) VALUES ('s-bulk', $1, $2, $3, $4, $5, $6)",
-                    memory_id, turn, hashlib.sha256(turn.encode()).digest(), datetime(2026, 3, 1, tzinfo=UTC),
-                    vector, ready.embedder.model,
-                )
-                inserted.append(str(memory_id))
-        created = await connection.fetch(
-            "SELECT memory_id, created_at FROM memories WHERE session = 's-bulk' ORDER BY created_at"
-        )
-    finally:
-        await connection.close()
-    assert [str(row["memory_id"]) for row in created] == inserted
-    assert len({row["created_at"] for row in created}) == 4
-    found = await ready.repository.neighbours("s-bulk", [inserted[1]], 1, 0.0)
-    assert found == {inserted[1]: [inserted[0], inserted[2]]}

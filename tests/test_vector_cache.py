@@ -69,8 +69,8 @@ async def test_the_copy_follows_inserts_deletes_and_a_session_emptied_and_refill
 
 
 async def test_an_insert_that_started_earlier_and_committed_later_is_not_missed(client, deps, pg_url):
-    """A memory's created_at is taken at its insert, before the commit: a memory committed after the
-    copy took in a later one is older than the copy's newest. Within a second it is appended like any new memory
+    """A transaction's created_at is its start: a memory committed after the copy took in a later
+    one is older than the copy's newest. Within a second it is appended like any new memory
     (concurrent stores do this all the time); older than that, the change count catches it and
     the session is reloaded."""
     ready = await deps.ready()

@@ -270,8 +270,10 @@ class RetrievalQueries:
         """For each id, up to ``span`` memories just before and after it in (occurred_at, storage
         order, memory_id) order, no more than ``max_gap_s`` seconds away.
 
-        Storage order (``created_at``, the insert's clock time since migration 009) keeps a
-        conversation's order among memories that share one occurred_at (a date per conversation).
+        Storage order (``created_at``, the start of the inserting transaction; one per
+        store_memory) keeps a conversation's order among memories that share one occurred_at (a
+        date per conversation). Rows inserted in one transaction share created_at and fall back
+        to memory_id.
         """
         if not memory_ids or span <= 0:
             return {}

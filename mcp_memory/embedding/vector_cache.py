@@ -226,8 +226,8 @@ class VectorCache:
                 return copy
             if copy is not None:
                 # A second back from the newest: concurrent stores to one session often commit in
-                # another order than they inserted (created_at is the insert's time, before the commit),
-                # and those are found here instead of forcing a reload.
+                # another order than they started (created_at is the start), and those are found
+                # here instead of forcing a reload.
                 since = copy.newest - _LATE_COMMIT if copy.newest else None
                 delta = _without(await repository.session_vectors(session, since), copy.known)
                 now, then = delta.version, copy.version

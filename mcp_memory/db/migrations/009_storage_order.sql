@@ -1,12 +1,8 @@
 -- Storage order breaks ties of occurred_at wherever recall orders memories by time (neighbours,
 -- the recent list, the time window): transcripts and notes often carry one time per conversation
--- or a date only, and a random memory_id would shuffle the conversation.
+-- or a date only, and a random memory_id would shuffle the conversation. Storage order is
+-- created_at, the start of the inserting transaction; each store_memory is its own transaction.
 --
--- created_at took now(), the transaction's start, so memories inserted in one transaction (an
--- import, a script) shared one value. clock_timestamp() is the insert's own time, so they keep the
--- order they were inserted in. Each store_memory is its own transaction either way.
-ALTER TABLE memories ALTER COLUMN created_at SET DEFAULT clock_timestamp();
-
 -- The time-ordered queries now sort by (occurred_at, created_at, memory_id); this index serves them
 -- in that order (the recent list reads it backwards) and replaces (session, occurred_at DESC,
 -- memory_id). Measured in a 10k-memory session whose memories share one occurred_at, 30 anchors,
