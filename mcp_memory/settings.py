@@ -142,7 +142,8 @@ class RecallSettings(BaseModel):
         0.0, ge=0, description="Weight of the entity list: BM25 among memories naming the question's names (0: off)."
     )
     rerank_url: str | None = Field(
-        None, description="A /rerank endpoint (TEI, vLLM, Jina, Cohere, Voyage) that reorders the top candidates; unset: off."
+        None,
+        description="A /rerank endpoint (TEI, vLLM, Jina, Cohere, Voyage) that reorders the top candidates; unset: off.",
     )
     rerank_model: str | None = Field(None, description="The model name the rerank endpoint expects, if any.")
     rerank_api_key: str | None = Field(None, description="Sent as a Bearer token to the rerank endpoint.")

@@ -21,7 +21,8 @@ _STATS = """stats AS (SELECT coalesce(sum(n), 0)::float8 AS n,
                   FROM memory_stats WHERE session = $1)"""
 
 # BM25 of (lexeme, weight) pairs in `weights`, over postings limited by `{where}`.
-_SCORE = """SELECT p.memory_id, sum(w.weight * w.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / stats.avgdl))) AS score
+_SCORE = """SELECT p.memory_id,
+                   sum(w.weight * w.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / stats.avgdl))) AS score
             FROM weights w CROSS JOIN stats
             CROSS JOIN LATERAL (SELECT t.memory_id, t.tf::float8 AS tf, t.dl::float8 AS dl FROM memory_terms t
                                 WHERE t.session = $1 AND t.lexeme = w.lexeme{where}) p

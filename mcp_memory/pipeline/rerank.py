@@ -84,7 +84,9 @@ async def rerank(
             async with httpx.AsyncClient(timeout=settings.rerank_timeout_s) as own:
                 response = await own.post(settings.rerank_url, json=payload, headers=headers)
         else:
-            response = await client.post(settings.rerank_url, json=payload, headers=headers, timeout=settings.rerank_timeout_s)
+            response = await client.post(
+                settings.rerank_url, json=payload, headers=headers, timeout=settings.rerank_timeout_s
+            )
         response.raise_for_status()
         scores = _scores(response.json(), len(head))
     except (httpx.HTTPError, ValueError) as exc:
