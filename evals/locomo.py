@@ -32,7 +32,7 @@ from pathlib import Path
 import anyio
 
 from evals.args import bounded_int
-from evals.locomo_data import CATEGORY_NAMES, Conversation, EvidenceStats, load_locomo
+from evals.locomo_data import CATEGORY_NAMES, TIMES, Conversation, EvidenceStats, load_locomo
 from evals.metrics import GroupSummary, QuestionScore, score_question, summarize
 from evals.report import RetrieverResult, print_table, stage_deltas, summary_markdown, write_reports
 from evals.retrievers import Bm25Retriever, Retriever
@@ -96,17 +96,20 @@ def parse_modes(text: str) -> tuple[str, ...]:
     Raises:
         argparse.ArgumentTypeError: a name is not a mode.
     """
-    from evals.mcp_retriever import MODES
+    from evals.mcp_retriever import LEVERS, MODES
 
     names = {item.strip() for item in text.split(",") if item.strip()}
     if "all" in names:
         return tuple(MODES)
-    unknown = sorted(names - set(MODES))
+    if "levers" in names:  # the default and every lever against it
+        names = (names - {"levers"}) | {"default", *LEVERS}
+    unknown = sorted(names - set(MODES) - set(LEVERS))
     if unknown or not names:
         raise argparse.ArgumentTypeError(
-            f"--modes {text!r}: unknown {', '.join(unknown) or '(empty)'}; choose from all, {', '.join(MODES)}"
+            f"--modes {text!r}: unknown {', '.join(unknown) or '(empty)'}; choose from all, levers, "
+            f"{', '.join([*MODES, *LEVERS])}"
         )
-    return tuple(name for name in MODES if name in names)
+    return tuple(name for name in [*MODES, *LEVERS] if name in names)
 
 
 def parse_folds(text: str) -> int:
@@ -174,13 +177,20 @@ def build_parser() -> argparse.ArgumentParser:
         type=parse_modes,
         default=None,
         help="retrieval modes to evaluate in process, comma-separated, default all "
-        "(vector, keyword, hybrid-rrf60, hybrid, hybrid+supplement, no-updates, default)",
+        "(vector, keyword, hybrid-rrf60, hybrid, hybrid+supplement, no-updates, default); levers: default and every "
+        "lever of evals.mcp_retriever.LEVERS",
     )
     parser.add_argument(
         "--folds", type=parse_folds, default=0, help="also report R@10 per fold (conversations alternated); e.g. 2"
     )
     parser.add_argument(
-        "--concurrency", type=bounded_int(1), default=16, help="store_memory calls in flight during ingest"
+        "--times", choices=TIMES, default="real",
+        help="turn times: real (each turn gets its session's date-time, as the data gives it) or spaced "
+        "(plus the turn's index in seconds)",
+    )
+    parser.add_argument(
+        "--concurrency", type=bounded_int(1), default=16,
+        help="conversations ingested at once (each stores its turns one after the other, in order)",
     )
     parser.add_argument(
         "--bm25-stopwords", choices=("en", "en_plus"), default="en_plus", help="bm25s list; en_plus scores higher"
@@ -220,8 +230,9 @@ async def evaluate(
     """
     top_k = max(ks)
     started = time.perf_counter()
-    for conversation in conversations:
-        await retriever.prepare(conversation)
+    async with anyio.create_task_group() as group:  # conversations at once; the retriever bounds how many
+        for conversation in conversations:
+            group.start_soon(retriever.prepare, conversation)
     prepare_s = time.perf_counter() - started
     logger.info("%s: prepared %d conversations in %.1f s", retriever.name, len(conversations), prepare_s)
     scores: list[tuple[str, QuestionScore]] = []
@@ -312,6 +323,7 @@ def run_header(
             "ks": list(args.k),
             "top_k": max(args.k),
             "query": "raw question",
+            "times": args.times,
             "transport": args.transport,
             "folds": args.folds,
         },
@@ -332,7 +344,7 @@ async def run(args: argparse.Namespace) -> int:
         return 2
     sample_ids = [item.strip() for item in args.conversations.split(",")] if args.conversations else None
     try:
-        conversations, stats = load_locomo(data_path, sample_ids)
+        conversations, stats = load_locomo(data_path, sample_ids, args.times)
     except ValueError as exc:  # e.g. --conversations names a conversation the file does not hold
         logger.error("%s", exc)
         return 2
@@ -371,7 +383,7 @@ async def run(args: argparse.Namespace) -> int:
     header["run_s"] = run_s
     header["git"] = git
     if mode_results:
-        from evals.mcp_retriever import MODES
+        from evals.mcp_retriever import named_mode
 
         header["source_sha256"] = mode_results[0].settings.get("source_sha256")
         fingerprints = {result.settings.get("source_sha256") for result in mode_results}
@@ -383,8 +395,8 @@ async def run(args: argparse.Namespace) -> int:
                 "the code imported at the first mode served every mode.",
             ]
         header["modes"] = [
-            {"name": name, "description": MODES[name].description, "overrides": dict(MODES[name].overrides),
-             "step": MODES[name].step}
+            {"name": name, "description": named_mode(name).description, "overrides": dict(named_mode(name).overrides),
+             "step": named_mode(name).step}
             for name in modes
         ]
         header["notes"] = [
@@ -450,12 +462,12 @@ async def evaluate_modes(
     Each server starts its own resources (the embedded PostgreSQL is joined, not restarted) and
     closes its pool before the next one starts.
     """
-    from evals.mcp_retriever import MODES, McpMemoryRetriever, open_client
+    from evals.mcp_retriever import McpMemoryRetriever, named_mode, open_client
 
     results: list[RetrieverResult] = []
     ingested: dict[str, dict[str, list[str]]] | None = None
     for name in modes:
-        mode = MODES[name]
+        mode = named_mode(name)
         logger.info("mode %s: %s", name, mode.description)
         async with open_client("inprocess", None, args.data_dir, args.database_url, mode) as (client, server):
             retriever = McpMemoryRetriever(client, server, args.concurrency, name=name, ingested=ingested)

@@ -29,6 +29,10 @@ CATEGORY_NAMES: dict[int, str] = {
 }
 """LoCoMo category numbers and names (PROTOCOL.md; many published tables get this mapping wrong)."""
 
+TIMES = ("real", "spaced")
+"""Turn times: the session's own date-time on every turn (as the data gives it), or that plus the
+turn's index in seconds (what the eval used before: it orders turns by time alone)."""
+
 _MONTHS = {
     name: number
     for number, name in enumerate(
@@ -88,7 +92,8 @@ class Turn:
         speaker: the speaker's name.
         text: what was said.
         blip_caption: caption of a shared image, or None.
-        occurred_at: session time plus ``turn_index`` seconds (keeps the order within a session).
+        occurred_at: the session's date-time as the data gives it (``times="real"``), or that plus
+            ``turn_index`` seconds (``times="spaced"``, which orders turns by time alone).
     """
 
     dia_id: str
@@ -221,16 +226,21 @@ def clean_evidence(
     return tuple(cleaned)
 
 
-def parse_conversation(sample: Mapping[str, Any], stats: EvidenceStats) -> Conversation:
+def parse_conversation(sample: Mapping[str, Any], stats: EvidenceStats, times: str = "real") -> Conversation:
     """Build a ``Conversation`` from one element of locomo10.json.
 
     Args:
         sample: a dict with ``sample_id``, ``conversation`` and ``qa``.
         stats: evidence clean-up counters, updated in place.
+        times: ``"real"``: every turn of a session gets the session's own date-time (as the data
+            gives it, so a session's turns share one time); ``"spaced"``: turn i gets that plus i seconds.
 
     Raises:
-        ValueError: a session with turns has no date time, or a required key is missing.
+        ValueError: a session with turns has no date time, a required key is missing, or
+            ``times`` is neither ``"real"`` nor ``"spaced"``.
     """
+    if times not in TIMES:
+        raise ValueError(f"times={times!r}: use one of {', '.join(TIMES)}")
     try:
         sample_id = str(sample["sample_id"])
         body: Mapping[str, Any] = sample["conversation"]
@@ -257,7 +267,7 @@ def parse_conversation(sample: Mapping[str, Any], stats: EvidenceStats) -> Conve
                     speaker=str(raw["speaker"]),
                     text=str(raw["text"]),
                     blip_caption=raw.get("blip_caption") or None,
-                    occurred_at=start + timedelta(seconds=turn_index),
+                    occurred_at=start + timedelta(seconds=turn_index if times == "spaced" else 0),
                 )
             )
     known_ids = {turn.dia_id for turn in turns}
@@ -283,13 +293,14 @@ def parse_conversation(sample: Mapping[str, Any], stats: EvidenceStats) -> Conve
 
 
 def load_locomo(
-    path: Path, sample_ids: Sequence[str] | None = None
+    path: Path, sample_ids: Sequence[str] | None = None, times: str = "real"
 ) -> tuple[list[Conversation], EvidenceStats]:
     """Read locomo10.json and parse the chosen conversations.
 
     Args:
         path: the JSON file (a list of samples).
         sample_ids: conversations to keep, e.g. ``["conv-26"]``; None keeps all, in file order.
+        times: turn times, ``"real"`` or ``"spaced"`` (see ``parse_conversation``).
 
     Returns:
         The conversations (in file order) and the evidence clean-up counters.
@@ -308,4 +319,4 @@ def load_locomo(
             raise ValueError(f"conversations {missing} are not in {path}; it has {sorted(present)}")
         samples = [sample for sample in samples if str(sample.get("sample_id")) in set(sample_ids)]
     stats = EvidenceStats()
-    return [parse_conversation(sample, stats) for sample in samples], stats
+    return [parse_conversation(sample, stats, times) for sample in samples], stats

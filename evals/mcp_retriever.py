@@ -1,7 +1,9 @@
 """mcp-memory under evaluation, reached only through its MCP tools.
 
 Each LoCoMo conversation becomes one session ``locomo-<sample_id>``: it is emptied with
-``delete_memory(all=true)``, then every turn is stored with ``store_memory`` (concurrently), and
+``delete_memory(all=true)``, then every turn is stored with ``store_memory``, one call after the
+other in conversation order (so storage order is conversation order; conversations are stored
+concurrently), and
 each question is asked with ``recall_memory`` using the raw question. Identical content in one
 session is stored once by the server, so the retriever keeps memory_id -> every dia_id with that
 content and a recalled memory stands for all of them.
@@ -50,7 +52,7 @@ class Mode:
     """
 
     name: str
-    overrides: Mapping[str, float | int]
+    overrides: Mapping[str, float | int | str]
     description: str
     step: str
 
@@ -106,6 +108,39 @@ MODES: dict[str, Mode] = {
     )
 }
 """Retrieval modes in stage order: each adds one thing to the one before (``keyword`` swaps lists)."""
+
+LEVERS: dict[str, Mode] = {
+    mode.name: mode
+    for mode in (
+        Mode("span1", {"neighbor_span": 1}, "default, 1 neighbour each side", "neighbor_span 2 -> 1"),
+        Mode("span3", {"neighbor_span": 3}, "default, 3 neighbours each side", "neighbor_span 2 -> 3"),
+        Mode("span4", {"neighbor_span": 4}, "default, 4 neighbours each side", "neighbor_span 2 -> 4"),
+        Mode("nw0.3", {"neighbor_weight": 0.3}, "default, neighbour weight 0.3", "neighbor_weight 0.5 -> 0.3"),
+        Mode("nw0.8", {"neighbor_weight": 0.8}, "default, neighbour weight 0.8", "neighbor_weight 0.5 -> 0.8"),
+        Mode("anchors60", {"neighbor_anchors": 60}, "default, 60 anchors", "neighbor_anchors 30 -> 60"),
+        Mode("episode", {"neighbor_aggregate": "sum"}, "default, neighbours inherit the sum of their anchors",
+             "neighbor_aggregate max -> sum"),
+        Mode("episode4", {"neighbor_aggregate": "sum", "neighbor_span": 4, "neighbor_weight": 0.3},
+             "episodes of 4 each side, sum, weight 0.3", "sum over 4 each side, weight 0.3"),
+        Mode("prf3", {"prf_memories": 3}, "default + feedback from the top 3 memories (8 words)",
+             "pseudo-relevance feedback, 3 memories, 8 words"),
+        Mode("prf5", {"prf_memories": 5, "prf_terms": 12}, "default + feedback from the top 5 memories (12 words)",
+             "pseudo-relevance feedback, 5 memories, 12 words"),
+        Mode("entity1", {"entity_weight": 1.0}, "default + the entity list (weight 1)", "entity list, weight 1"),
+        Mode("entity2", {"entity_weight": 2.0}, "default + the entity list (weight 2)", "entity list, weight 2"),
+        Mode("entity0.5", {"entity_weight": 0.5}, "default + the entity list (weight 0.5)", "entity list, weight 0.5"),
+        Mode("prf3-half", {"prf_memories": 3, "prf_weight": 0.5}, "default + feedback from the top 3 (list weight 0.5)",
+             "pseudo-relevance feedback, 3 memories, list weight 0.5"),
+        Mode("prf3+entity0.5", {"prf_memories": 3, "prf_weight": 0.5, "entity_weight": 0.5},
+             "default + feedback (3 memories, weight 0.5) + entity list (weight 0.5)", "feedback and entity list, 0.5 each"),
+    )
+}
+"""Levers measured against ``default``: each overrides the default settings with one change."""
+
+
+def named_mode(name: str) -> Mode:
+    """A mode of ``MODES`` or ``LEVERS`` by name (KeyError if neither has it)."""
+    return MODES[name] if name in MODES else LEVERS[name]
 
 
 def mode_recall_settings(mode: Mode, base: Any) -> Any:
@@ -271,7 +306,7 @@ class McpMemoryRetriever:
         Args:
             client: connected to an mcp-memory server (see ``open_client``).
             server: description of the server side, copied into the report.
-            concurrency: store_memory calls in flight at once during ingest.
+            concurrency: conversations ingested at once (each stores its turns one at a time, in order).
             name: display name (the mode's name when evaluating modes).
             ingested: the ``ingested`` map of a retriever that already stored the conversations in
                 this database; ``prepare`` then stores nothing and only checks the session is there.
@@ -281,6 +316,7 @@ class McpMemoryRetriever:
         self._client = client
         self._server = server
         self._concurrency = concurrency
+        self._ingesting = anyio.Semaphore(concurrency)
         self._reuse = ingested is not None
         # session -> memory_id -> dia_ids
         self._dia_ids: dict[str, dict[str, list[str]]] = {
@@ -338,7 +374,11 @@ class McpMemoryRetriever:
         self._dia_ids[session].setdefault(str(stored["memory_id"]), []).append(turn.dia_id)
 
     async def prepare(self, conversation: Conversation) -> None:
-        """Empty the conversation's session, then store all of its turns concurrently.
+        """Empty the conversation's session, then store its turns one after the other, in order.
+
+        Each store returns before the next starts, so the server's storage order is the
+        conversation's order whatever the turns' times; ``concurrency`` conversations are
+        prepared at once.
 
         With ``ingested`` given at construction, store nothing: the session must already be there.
 
@@ -350,21 +390,15 @@ class McpMemoryRetriever:
             if session not in self._dia_ids:
                 raise ValueError(f"{session} was not ingested by the first mode; cannot reuse the ingest")
             return
-        started = time.perf_counter()
-        try:
-            await self._call("delete_memory", {"session": session, "all": True, "confirm": session})
-        except McpToolError as error:
-            logger.info("delete of %s before ingest: %s (ignored)", session, error)
-        self._dia_ids[session] = {}
-        limiter = anyio.Semaphore(self._concurrency)
-
-        async def store_limited(turn: Turn) -> None:
-            async with limiter:
-                await self._store(session, turn)
-
-        async with anyio.create_task_group() as group:
+        async with self._ingesting:
+            started = time.perf_counter()
+            try:
+                await self._call("delete_memory", {"session": session, "all": True, "confirm": session})
+            except McpToolError as error:
+                logger.info("delete of %s before ingest: %s (ignored)", session, error)
+            self._dia_ids[session] = {}
             for turn in conversation.turns:
-                group.start_soon(store_limited, turn)
+                await self._store(session, turn)
         elapsed_s = time.perf_counter() - started
         self.stats.ingest_s[conversation.sample_id] = elapsed_s
         self.stats.expected_duplicates += len(conversation.turns) - len(conversation.documents)
@@ -393,5 +427,9 @@ class McpMemoryRetriever:
 
     def describe(self) -> dict[str, object]:
         """The server side, ingest concurrency (or reuse) and the query policy."""
-        ingest = "reused from the first mode" if self._reuse else f"store_memory, {self._concurrency} in flight"
+        ingest = (
+            "reused from the first mode"
+            if self._reuse
+            else f"store_memory, turns one at a time in order, {self._concurrency} conversations at once"
+        )
         return {**self._server, "ingest": ingest, "query": "raw question"}

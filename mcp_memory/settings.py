@@ -132,6 +132,27 @@ class RecallSettings(BaseModel):
     neighbor_max_gap_s: float = Field(
         3600.0, ge=0, description="Neighbours are at most this many seconds apart (one conversation, not a fact log)."
     )
+    neighbor_aggregate: Literal["max", "sum"] = Field(
+        "max",
+        description="What a memory inherits from the anchors it neighbours: the best score, or the sum (an episode"
+        " with several matches counts more).",
+    )
+    prf_memories: int = Field(
+        0, ge=0, description="Pseudo-relevance feedback: top fused memories whose words expand the query (0: off)."
+    )
+    prf_terms: int = Field(8, ge=1, description="Words of those memories (highest idf first) added to the query.")
+    prf_weight: float = Field(1.0, ge=0, description="Weight of the expanded BM25 list.")
+    entity_weight: float = Field(
+        0.0, ge=0, description="Weight of the entity list: BM25 among memories naming the question's names (0: off)."
+    )
+    rerank_url: str | None = Field(
+        None,
+        description="A /rerank endpoint (TEI, vLLM, Jina, Cohere, Voyage) that reorders the top candidates; unset: off.",
+    )
+    rerank_model: str | None = Field(None, description="The model name the rerank endpoint expects, if any.")
+    rerank_api_key: str | None = Field(None, description="Sent as a Bearer token to the rerank endpoint.")
+    rerank_candidates: int = Field(30, ge=2, le=200, description="Top fused candidates sent to the reranker.")
+    rerank_timeout_s: float = Field(5.0, gt=0, description="Past this the fused order is kept (noted in the audit).")
     half_life_days: float | None = Field(None, gt=0, description="Recency half-life; unset disables the decay.")
     importance_weight: float = Field(0.0, ge=0, description="Boost per unit of stored importance (0..1).")
     implicit_updates: bool = Field(

@@ -88,18 +88,43 @@ def test_evidence_is_split_repaired_and_unknown_ids_dropped() -> None:
     assert stats.dropped == [("c", "D"), ("c", "D10:19")]
 
 
-def test_conversation_ignores_empty_sessions_and_orders_turns_by_seconds() -> None:
+def test_conversation_ignores_empty_sessions_and_gives_each_turn_its_sessions_real_time() -> None:
     stats = EvidenceStats()
     conversation = parse_conversation(_sample(), stats)
     assert conversation.session_count == 2
-    assert [turn.occurred_at.isoformat() for turn in conversation.turns[:3]] == [
-        "2023-05-08T13:56:00", "2023-05-08T13:56:01", "2023-05-08T13:56:02",
+    assert [turn.occurred_at.isoformat() for turn in conversation.turns] == [
+        "2023-05-08T13:56:00", "2023-05-08T13:56:00", "2023-05-08T13:56:00",
+        "2023-12-19T10:04:00", "2023-12-19T10:04:00",
     ]
+    assert [turn.dia_id for turn in conversation.turns] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
     assert conversation.turns[1].content == "Bob: Look! [shares a photo: a photo of a red kite]"
     assert [q.evidence for q in conversation.questions] == [("D1:1",), ("D1:1", "D2:1", "D1:2"), (), ("D2:1",)]
     assert stats.no_evidence == [("conv-x", 2)]
     assert conversation.questions[1].answer == "2023"
     assert conversation.questions[3].answer == "y"
+
+
+def test_spaced_times_add_the_turn_index_in_seconds() -> None:
+    conversation = parse_conversation(_sample(), EvidenceStats(), times="spaced")
+    assert [turn.occurred_at.isoformat() for turn in conversation.turns] == [
+        "2023-05-08T13:56:00", "2023-05-08T13:56:01", "2023-05-08T13:56:02",
+        "2023-12-19T10:04:00", "2023-12-19T10:04:01",
+    ]
+
+
+def test_unknown_times_are_refused() -> None:
+    with pytest.raises(ValueError, match="times='shifted'"):
+        parse_conversation(_sample(), EvidenceStats(), times="shifted")
+
+
+def test_times_option_defaults_to_real_and_refuses_others(capsys) -> None:
+    from evals.locomo import build_parser
+
+    assert build_parser().parse_args([]).times == "real"
+    assert build_parser().parse_args(["--times", "spaced"]).times == "spaced"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--times", "shifted"])
+    assert "--times: invalid choice: 'shifted'" in capsys.readouterr().err
 
 
 def test_identical_turns_become_one_document_with_every_dia_id() -> None:
@@ -360,3 +385,26 @@ async def test_modes_are_refused_over_http_before_anything_runs() -> None:
 
     args = build_parser().parse_args(["--transport", "http", "--url", "http://127.0.0.1:9/mcp", "--modes", "vector"])
     assert await run(args) == 2
+
+
+def test_every_lever_names_real_recall_settings_and_parses_with_the_default() -> None:
+    from evals.locomo import parse_modes
+    from evals.mcp_retriever import LEVERS, mode_recall_settings
+    from mcp_memory.settings import RecallSettings
+
+    base = RecallSettings()
+    for lever in LEVERS.values():
+        changed = mode_recall_settings(lever, base)
+        assert changed != base, lever.name
+        assert {k for k, v in changed.model_dump().items() if base.model_dump()[k] != v} == set(lever.overrides)
+    assert parse_modes("levers") == ("default", *LEVERS)
+    assert parse_modes("prf3,default") == ("default", "prf3")
+
+
+def test_cross_validation_picks_on_one_fold_and_scores_on_the_other() -> None:
+    from evals.crossval import held_out
+
+    folds = {"default": [0.70, 0.72], "a": [0.75, 0.71], "b": [0.69, 0.74]}
+    # fold 1 held out: b is best on fold 2 and scores 0.69 on fold 1; fold 2 held out: a, 0.71
+    assert held_out(folds) == [(1, "b", 0.69, 0.70), (2, "a", 0.71, 0.72)]
+    assert held_out({"x": [0.7, 0.7], "default": [0.7, 0.7]}) == [(1, "default", 0.7, 0.7), (2, "default", 0.7, 0.7)]

@@ -205,6 +205,26 @@ async def test_planner_rewrite_finds_a_memory_the_original_query_misses(planning
     assert target not in detail["candidates"].get("keyword:0", [])
 
 
+async def test_planner_asks_for_one_query_per_fact_and_each_finds_its_own_memory(planning, fake):
+    painted, camped, *_ = await _store(
+        planning,
+        "s-mh",
+        "Melanie: I finished a painting of a sunset over the lake.",
+        "Melanie: We pitched our tent by the river in Yosemite last summer.",
+        "Melanie: Painting classes for the kids start on Monday.",
+        "Caroline: My painting teacher says I should try watercolours.",
+    )
+    query = "What has Melanie painted, and where has she camped?"
+    fake.script_chat(_reply(queries=["sunset lake painting", "tent river Yosemite"], time_window=None))
+    await planning.call_tool("recall_memory", {"session": "s-mh", "query": query, "top_k": 4})
+    [asked] = fake.chat_requests()
+    assert "one query per fact" in asked.body["messages"][0]["content"]
+    detail = await _last_audit(planning, "s-mh")
+    assert detail["queries"] == [query, "sunset lake painting", "tent river Yosemite"]
+    assert detail["candidates"]["keyword:1"][0] == painted
+    assert detail["candidates"]["keyword:2"] == [camped]  # only it has tent, river or Yosemite
+
+
 async def test_unparseable_planner_time_window_is_discarded_and_audited(planning, fake):
     await _store(planning, "s-w", "The design review is on Thursday")
     fake.script_chat(

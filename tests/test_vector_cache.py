@@ -154,7 +154,7 @@ async def test_a_truncated_and_refilled_session_is_not_taken_for_the_old_one(cli
 
 async def test_neighbours_from_the_copy_match_postgres_after_every_change(client, deps):
     """Chronological neighbours (for score spreading) come from the copy's timeline: the same sets
-    PostgreSQL returns, with ties on occurred_at broken by memory_id and the gap respected."""
+    PostgreSQL returns, with ties on occurred_at broken by storage order and the gap respected."""
     ready = await deps.ready()
     cache = VectorCache(budget_bytes=64 * 1024 * 1024, exact_max=20_000)
     times = ["09:00", "09:00", "09:10", "09:30", "12:00", "12:00", "12:05", "15:00"]

@@ -1,5 +1,6 @@
-"""The repository: all SQL of mcp-memory lives here, in ``retrieval.py`` (recall's search
-queries) and in ``supersessions.py`` (both mixed into ``Repository``), each statement scoped by session.
+"""The repository: all SQL of mcp-memory lives here, in ``retrieval.py`` and ``expansion.py``
+(recall's search queries) and in ``supersessions.py`` (all mixed into ``Repository``), each
+statement scoped by session.
 
 Every method takes the session as its first argument and every statement filters on it, so
 nothing crosses sessions. Values always travel as bind parameters, never as SQL text.
@@ -19,6 +20,7 @@ import asyncpg
 import numpy as np
 
 from mcp_memory.errors import DatabaseUnavailable
+from mcp_memory.db.expansion import ExpansionQueries
 from mcp_memory.db.retrieval import RetrievalQueries
 from mcp_memory.db.supersessions import CANDIDATE_COLUMNS, WITH_SUPERSESSION, SupersessionQueries, candidate, mark
 from mcp_memory.models import Candidate, NewMemory
@@ -52,7 +54,7 @@ class StoredRow:
         self.superseded = superseded
 
 
-class Repository(RetrievalQueries, SupersessionQueries):
+class Repository(RetrievalQueries, ExpansionQueries, SupersessionQueries):
     """All reads and writes of memories, chunks, audits and usage."""
 
     def __init__(self, pool: asyncpg.Pool, model: str) -> None:

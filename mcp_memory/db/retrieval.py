@@ -237,10 +237,12 @@ class RetrievalQueries:
         return [(str(row["memory_id"]), float(row["score"])) for row in rows]
 
     async def recent(self, session: str, limit: int) -> list[str]:
-        """Ids of the ``limit`` latest memories by occurred_at (ties by memory_id)."""
+        """Ids of the ``limit`` latest memories by occurred_at, latest first; memories of one time
+        by storage order (the last stored first), then memory_id."""
         rows = await self._run(
             lambda c: c.fetch(
-                "SELECT memory_id FROM memories WHERE session = $1 ORDER BY occurred_at DESC, memory_id LIMIT $2",
+                "SELECT memory_id FROM memories WHERE session = $1"
+                " ORDER BY occurred_at DESC, created_at DESC, memory_id DESC LIMIT $2",
                 session,
                 limit,
             )
@@ -248,11 +250,12 @@ class RetrievalQueries:
         return [str(row["memory_id"]) for row in rows]
 
     async def in_window(self, session: str, start: datetime, end: datetime, limit: int) -> list[str]:
-        """Ids of memories whose occurred_at lies in [start, end], earliest first."""
+        """Ids of memories whose occurred_at lies in [start, end], earliest first; memories of one
+        time in storage order, then by memory_id."""
         rows = await self._run(
             lambda c: c.fetch(
                 "SELECT memory_id FROM memories WHERE session = $1 AND occurred_at BETWEEN $2 AND $3"
-                " ORDER BY occurred_at, memory_id LIMIT $4",
+                " ORDER BY occurred_at, created_at, memory_id LIMIT $4",
                 session,
                 start,
                 end,
@@ -283,8 +286,14 @@ class RetrievalQueries:
     async def neighbours(
         self, session: str, memory_ids: list[str], span: int, max_gap_s: float
     ) -> dict[str, list[str]]:
-        """For each id, up to ``span`` memories just before and after it in occurred_at order,
-        no more than ``max_gap_s`` seconds away."""
+        """For each id, up to ``span`` memories just before and after it in (occurred_at, storage
+        order, memory_id) order, no more than ``max_gap_s`` seconds away.
+
+        Storage order (``created_at``, the start of the inserting transaction; one per
+        store_memory) keeps a conversation's order among memories that share one occurred_at (a
+        date per conversation). Rows inserted in one transaction share created_at and fall back
+        to memory_id.
+        """
         if not memory_ids or span <= 0:
             return {}
         gap = timedelta(seconds=max_gap_s)
@@ -292,11 +301,13 @@ class RetrievalQueries:
             lambda c: c.fetch(
                 "SELECT a.memory_id AS anchor, n.memory_id AS neighbour FROM memories a"
                 " CROSS JOIN LATERAL ("
-                "  (SELECT memory_id FROM memories WHERE session = $1 AND (occurred_at, memory_id) < (a.occurred_at,"
-                "   a.memory_id) AND occurred_at >= a.occurred_at - $4::interval ORDER BY occurred_at DESC, memory_id DESC LIMIT $3)"
+                "  (SELECT memory_id FROM memories WHERE session = $1 AND (occurred_at, created_at, memory_id)"
+                "   < (a.occurred_at, a.created_at, a.memory_id) AND occurred_at >= a.occurred_at - $4::interval"
+                "   ORDER BY occurred_at DESC, created_at DESC, memory_id DESC LIMIT $3)"
                 "  UNION ALL"
-                "  (SELECT memory_id FROM memories WHERE session = $1 AND (occurred_at, memory_id) > (a.occurred_at,"
-                "   a.memory_id) AND occurred_at <= a.occurred_at + $4::interval ORDER BY occurred_at, memory_id LIMIT $3)) n"
+                "  (SELECT memory_id FROM memories WHERE session = $1 AND (occurred_at, created_at, memory_id)"
+                "   > (a.occurred_at, a.created_at, a.memory_id) AND occurred_at <= a.occurred_at + $4::interval"
+                "   ORDER BY occurred_at, created_at, memory_id LIMIT $3)) n"
                 " WHERE a.session = $1 AND a.memory_id = ANY($2::uuid[])",
                 session,
                 memory_ids,

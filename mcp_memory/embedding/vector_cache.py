@@ -16,7 +16,8 @@ on the same database, is therefore seen by the next recall.
 Sessions larger than ``exact_search_max_memories`` go to HNSW in PostgreSQL and are never copied.
 The copies together stay within ``vector_cache_mb``, least recently used dropped first; a session
 too large for the budget is scanned in PostgreSQL as before. Each copy also keeps the session's
-memories in occurred_at order, for the chronological neighbours that score spreading asks for.
+memories in (occurred_at, storage order, memory_id) order, for the chronological neighbours that
+score spreading asks for.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ class _Copy:
     def __init__(self, snapshot: SessionVectors) -> None:
         self.memory_ids: list[str] = []
         self.known: set[str] = set()
-        self.timeline: list[tuple[datetime, str]] = []  # (occurred_at, memory_id) of each memory, in order
+        # (occurred_at, created_at, memory_id) of each memory, in order: storage order breaks ties of time
+        self.timeline: list[tuple[datetime, datetime, str]] = []
         self._places: dict[str, int] | None = None  # memory_id -> index in timeline, rebuilt after a change
         self._first: dict[str, int] | None = None  # memory_id -> its first column, rebuilt after a change
         self.columns = np.empty((1, 0), dtype=np.float32)
@@ -62,9 +64,9 @@ class _Copy:
 
     def neighbours(self, memory_ids: list[str], span: int, max_gap_s: float) -> dict[str, list[str]]:
         """``RetrievalQueries.neighbours`` from the copy: for each id, up to ``span`` memories just
-        before and after it in (occurred_at, memory_id) order, at most ``max_gap_s`` seconds away."""
+        before and after it in (occurred_at, created_at, memory_id) order, at most ``max_gap_s`` seconds away."""
         if self._places is None:
-            self._places = {memory_id: place for place, (_, memory_id) in enumerate(self.timeline)}
+            self._places = {memory_id: place for place, (_, _, memory_id) in enumerate(self.timeline)}
         timeline, found = self.timeline, {}
         for memory_id in memory_ids:
             place = self._places.get(memory_id)
@@ -73,7 +75,9 @@ class _Copy:
             at = timeline[place][0]
             near = [
                 other
-                for when, other in (*reversed(timeline[max(place - span, 0) : place]), *timeline[place + 1 : place + 1 + span])
+                for when, _, other in (
+                    *reversed(timeline[max(place - span, 0) : place]), *timeline[place + 1 : place + 1 + span]
+                )
                 if abs((when - at).total_seconds()) <= max_gap_s
             ]
             if near:
@@ -102,9 +106,13 @@ class _Copy:
                 self.columns = grown
             self.columns[:, self.rows : needed] = added.T
             self.rows = needed
-        new = {m: o for m, o in zip(snapshot.memory_ids, snapshot.occurred_at, strict=True) if m not in self.known}
+        new = {
+            m: (o, c)
+            for m, o, c in zip(snapshot.memory_ids, snapshot.occurred_at, snapshot.created_at, strict=True)
+            if m not in self.known
+        }
         if new:
-            self.timeline = sorted([*self.timeline, *((o, m) for m, o in new.items())])
+            self.timeline = sorted([*self.timeline, *((o, c, m) for m, (o, c) in new.items())])
             self._places = None
         self.memory_ids.extend(snapshot.memory_ids)
         self._first = None

@@ -44,18 +44,24 @@ def rrf(lists: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int
 
 
 def spread(
-    fused: Sequence[tuple[str, float]], neighbours: Mapping[str, Sequence[str]], weight: float
+    fused: Sequence[tuple[str, float]],
+    neighbours: Mapping[str, Sequence[str]],
+    weight: float,
+    aggregate: str = "max",
 ) -> list[tuple[str, float]]:
     """Let each memory inherit ``weight`` times the best score of its chronological neighbours.
 
     Conversation turns lean on the turns around them ("yes, last Tuesday!"): a turn next to
     a strong match is likely part of the answer. ``score'(d) = score(d) + weight * max over
-    anchors a next to d of score(a)``, with score 0 for memories no list found.
+    anchors a next to d of score(a)``, with score 0 for memories no list found. With
+    ``aggregate="sum"`` the sum over those anchors replaces the max, so a memory amid several
+    matches (an episode about the question) gains more than one beside a single match.
 
     Args:
         fused: (memory_id, score) from ``rrf``.
         neighbours: anchor memory_id -> the memory_ids just before and after it.
         weight: 0 disables spreading.
+        aggregate: ``"max"`` or ``"sum"`` over the anchors a memory neighbours.
 
     Returns:
         (memory_id, score) pairs, highest first, ties by memory_id.
@@ -66,7 +72,10 @@ def spread(
     inherited: dict[str, float] = {}
     for anchor, ids in neighbours.items():
         for memory_id in ids:
-            inherited[memory_id] = max(inherited.get(memory_id, 0.0), scores.get(anchor, 0.0))
+            if aggregate == "sum":
+                inherited[memory_id] = inherited.get(memory_id, 0.0) + scores.get(anchor, 0.0)
+            else:
+                inherited[memory_id] = max(inherited.get(memory_id, 0.0), scores.get(anchor, 0.0))
     for memory_id, value in inherited.items():
         scores[memory_id] = scores.get(memory_id, 0.0) + weight * value
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))

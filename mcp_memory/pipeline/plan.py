@@ -41,7 +41,8 @@ PLAN_SCHEMA: dict[str, Any] = {
 _SYSTEM = (
     "You plan searches over a person's stored memories. Rewrite the question into at most {n} short search "
     "queries that would match the memories that answer it: use synonyms, resolve pronouns, and name the entity "
-    "and the time the question is about. If the question names a period (\"last May\", \"two weeks before the "
+    "and the time the question is about. A question that needs several facts (a list, a comparison, things "
+    "that happened at different times or to different people) gets one query per fact. If the question names a period (\"last May\", \"two weeks before the "
     "trip\"), give it as time_window with ISO 8601 start and end; otherwise time_window is null. Today is {today}. "
     'Reply with JSON only: {{"queries": [...], "time_window": {{"start": "...", "end": "..."}} | null}}.'
 )

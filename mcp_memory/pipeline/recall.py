@@ -13,10 +13,12 @@ from typing import Any
 from mcp_memory.pipeline.answer import answer
 from mcp_memory.pipeline.audit import record
 from mcp_memory.deps import Ready
+from mcp_memory.pipeline.expand import expand
 from mcp_memory.pipeline.fuse import adjust, rrf, spread
 from mcp_memory.pipeline.implicit_updates import order_updates
 from mcp_memory.models import Candidate, RecallResult, RecalledMemory
 from mcp_memory.pipeline.plan import plan_query
+from mcp_memory.pipeline.rerank import rerank
 from mcp_memory.pipeline.search import search
 from mcp_memory.pipeline.supersede import prefer_current
 from mcp_memory.pipeline.validate import check_session, check_text, check_top_k
@@ -113,8 +115,13 @@ async def recall(
         "bigram": tuning.bigram_weight,
         "recent": tuning.recent_weight,
         "window": tuning.window_weight,
+        "entity": tuning.entity_weight,
+        "prf": tuning.prf_weight,
     }
     fused = rrf(lists, weights, tuning.rrf_k)
+    if tuning.prf_memories and fused and (feedback := await expand(ready.repository, session, query, fused, tuning)):
+        lists["prf"] = feedback
+        fused = rrf(lists, weights, tuning.rrf_k)
     pool_size = max(top_k * 2, top_k + 10)
     if tuning.neighbor_weight > 0 and fused:
         anchors = [memory_id for memory_id, _ in fused[: tuning.neighbor_anchors]]
@@ -123,12 +130,17 @@ async def recall(
             neighbours = await ready.repository.neighbours(
                 session, anchors, tuning.neighbor_span, tuning.neighbor_max_gap_s
             )
-        fused = spread(fused, neighbours, tuning.neighbor_weight)
+        fused = spread(fused, neighbours, tuning.neighbor_weight, tuning.neighbor_aggregate)
     rows = await ready.repository.fetch(session, [memory_id for memory_id, _ in fused[:pool_size]])
     candidates = [rows[i].model_copy(update={"score": s}) for i, s in fused[:pool_size] if i in rows]
     candidates = adjust(candidates, datetime.now(UTC), tuning.half_life_days, tuning.importance_weight)
     candidates = await order_updates(ready, session, query, candidates) if tuning.implicit_updates else candidates
     clock.lap("fuse")
+    rerank_note = None
+    if tuning.rerank_url:
+        reranked = await rerank(query, candidates, tuning)
+        candidates, rerank_note = reranked.candidates, reranked.note
+        clock.lap("rerank")
 
     preferred = await prefer_current(ready.repository, session, query, candidates, top_k, include_superseded)
     candidates = preferred.candidates
@@ -152,6 +164,7 @@ async def recall(
         "queries": plan.queries,
         "time_window": plan.time_window.model_dump(mode="json") if plan.time_window else None,
         "plan_notes": plan.notes,
+        **({"rerank_note": rerank_note} if tuning.rerank_url else {}),
         "candidates": {name: ids for name, ids in lists.items()},
         "fused": [{"memory_id": c.memory_id, "score": round(c.score, 6)} for c in candidates],
         "supersession": preferred.detail,

@@ -3,7 +3,8 @@ session, plus the chronological supplement (most recent memories and the planner
 
 Every list is a ranked list of memory_ids, best first, named ``<kind>[:<query index>]``:
 ``vector:i``, ``keyword:i`` (BM25), ``bigram:cjk`` (Chinese/Japanese/Korean character bigrams),
-``trigram:id`` (identifiers), ``recent``, ``window``. Failure policy: a database
+``trigram:id`` (identifiers), ``recent``, ``window``, and with ``entity_weight`` set ``entity``
+(BM25 among the memories naming the question's names). Failure policy: a database
 error raises (no partial recall is passed off as complete).
 """
 
@@ -23,7 +24,7 @@ from mcp_memory.models import Plan
 from mcp_memory.settings import RecallSettings
 from mcp_memory.embedding.vector_cache import VectorCache
 
-__all__ = ["Searched", "cjk_bigrams", "search", "trigram_terms"]
+__all__ = ["Searched", "cjk_bigrams", "query_names", "search", "trigram_terms"]
 
 # Runs of Han, kana and Hangul: text without spaces between words.
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]{2,}")
@@ -46,6 +47,15 @@ _SELECTIVE_PART = re.compile(r"[A-Za-z0-9]{3}")
 # ... nor the groups of a number written with thousands separators ("000" of "10,000").
 _THOUSANDS = re.compile(r"\d,$")  # matched against the two characters before a token
 _IDENTIFIER_THRESHOLD = 0.6
+# Names: capitalised words of 3+ letters (an optional 's dropped) that do not start a sentence.
+_NAME = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][A-Za-z]{2,})(?:'s)?\b")
+# ... other than the capitalised words of English that are not names (months and days are times,
+# kept by occurred_at, and "May" is a stop word).
+_NOT_NAMES = frozenset(
+    "January February March April May June July August September October November December Monday Tuesday"
+    " Wednesday Thursday Friday Saturday Sunday What When Where Which Who Whom Whose Why How Did Does Was Were"
+    " Has Have Had Would Could Should Will Can Are The And But For Not".split()
+)
 
 
 def cjk_bigrams(runs: list[str]) -> list[str]:
@@ -75,6 +85,16 @@ def trigram_terms(queries: list[str]) -> tuple[list[str], list[str]]:
             ):
                 identifiers[token] = None
     return list(cjk), list(identifiers)
+
+
+def query_names(query: str) -> list[str]:
+    """The names a question asks about: capitalised words that do not start a sentence, each once.
+
+    ``"What did Melanie's kids paint with Caroline?"`` -> ``["Melanie", "Caroline"]``. English
+    capitalisation only; months, days and capitalised function words are left out.
+    """
+    names = (match.group(1) for match in _NAME.finditer(query.strip()))
+    return list(dict.fromkeys(name for name in names if name not in _NOT_NAMES))
 
 
 async def search(
@@ -136,6 +156,10 @@ async def search(
         hits = await repository.substring_search(session, terms, settings.keyword_candidates)
         lists["bigram:cjk"] = [memory_id for memory_id, _ in hits]
 
+    async def entity_list(names: list[str]) -> None:
+        hits = await repository.entity_keyword_search(session, plan.queries[0], names, settings.keyword_candidates)
+        lists["entity"] = [memory_id for memory_id, _ in hits]
+
     async def recent_list() -> None:
         lists["recent"] = await repository.recent(session, settings.recent_candidates)
 
@@ -155,6 +179,8 @@ async def search(
                 group.start_soon(bigram_list, cjk_bigrams(cjk))
             if identifiers:
                 group.start_soon(trigram_list, "trigram:id", identifiers, _IDENTIFIER_THRESHOLD)
+            if settings.entity_weight and (names := query_names(plan.queries[0])):
+                group.start_soon(entity_list, names)
             if settings.recent_candidates:
                 group.start_soon(recent_list)
             if plan.time_window is not None and settings.window_candidates:
