@@ -134,6 +134,8 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
         """
         ready = await deps.ready()
         check_session(session, limits)
+        if all and memory_id is not None:  # one memory was meant, or all: never guess which
+            raise InvalidInput("memory_id", "give memory_id or all=true, not both; nothing was deleted")
         if all:
             if confirm != session:
                 raise InvalidInput("confirm", "deleting a whole session needs confirm equal to the session name")

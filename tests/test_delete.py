@@ -109,6 +109,20 @@ async def test_delete_without_memory_id_or_all_is_rejected_naming_memory_id(clie
     assert await _recalled_ids(client, "s-d", "bins") == [kept]
 
 
+async def test_delete_with_both_memory_id_and_all_is_rejected_and_deletes_nothing(client, pg_url):
+    target = await _store(client, "s-d", "Bins go out on Wednesday night")
+    other = await _store(client, "s-d", "The recycling goes out on Friday")
+
+    result = await client.call_tool(
+        "delete_memory", {"session": "s-d", "memory_id": target, "all": True, "confirm": "s-d"}
+    )
+
+    assert result.is_error
+    assert "memory_id: give memory_id or all=true, not both" in result.content[0].text
+    assert sorted(await _recalled_ids(client, "s-d", "bins recycling")) == sorted([target, other])
+    assert await _audits(client, "s-d") != [] and all(a["kind"] == "recall" for a in await _audits(client, "s-d"))
+
+
 async def test_deleting_an_unknown_uuid_reports_nothing_deleted(client):
     kept = await _store(client, "s-d", "Bins go out on Wednesday night")
 
