@@ -38,7 +38,9 @@ __all__ = ["build_server"]
 INSTRUCTIONS = (
     "Long-term memory. Store facts, events and preferences worth keeping with store_memory (raw text, and "
     "occurred_at when it happened), and look them up with recall_memory before answering questions about the "
-    "past. Every call names a session (a user, project, task or agent); memories never cross sessions."
+    "past. When a new fact replaces an older one, pass the older memory_id in store_memory's supersedes: "
+    "recall then prefers the current fact and keeps the old one as history. Every call names a session (a user, "
+    "project, task or agent); memories never cross sessions."
 )
 
 
@@ -106,8 +108,9 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
         ] = limits.default_top_k,
         include_superseded: Annotated[
             bool,
-            Field(description="Also return memories that newer ones superseded (history), each below its successor. "
-                  "Without it they appear only for questions about the past or when nothing current matches."),
+            Field(description="Also return memories that newer ones superseded (history), each below its "
+                  "successor. Without it a superseded memory appears only for questions about the past, or right "
+                  "below its successor when only its own wording matched the question."),
         ] = False,
     ) -> RecallResult:
         """Find the memories of a session that answer a question.
@@ -174,8 +177,8 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
     async def usage_stats(
         reset: Annotated[bool, Field(description="Zero the totals after reading them (audited).")] = False,
     ) -> UsageStats:
-        """LLM token use by operation (plan, answer): calls, prompt, cached, uncached, completion and reasoning
-        tokens, cache-hit rate, errors. Empty until an LLM is configured and used."""
+        """LLM token use by operation (plan, answer, supersede): calls, prompt, cached, uncached, completion and
+        reasoning tokens, cache-hit rate, errors. Empty until an LLM is configured and used."""
         ready = await deps.ready()
         return await read_usage(ready.repository, reset)
 
