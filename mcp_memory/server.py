@@ -13,9 +13,10 @@ from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp_types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -31,7 +32,7 @@ from mcp_memory.schema import inline_refs
 from mcp_memory.settings import Settings
 from mcp_memory.pipeline.store import store
 from mcp_memory.pipeline.usage import usage_stats as read_usage
-from mcp_memory.pipeline.validate import check_memory_id, check_session
+from mcp_memory.pipeline.validate import argument_error, check_memory_id, check_session
 
 __all__ = ["build_server"]
 
@@ -196,8 +197,28 @@ _ANNOTATIONS = {
 }
 
 
+class _CheckedTool(Tool):
+    """A tool whose argument errors are one line naming the argument (``argument_error``), and
+    which refuses argument names it does not take (a misspelt ``supersede`` would otherwise be
+    dropped silently and the memory stored without what the caller asked for)."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        fields = self.fn_metadata.arg_model.model_fields
+        accepted = {field.alias or name for name, field in fields.items()}
+        unknown = sorted(name for name in arguments if name not in accepted)
+        if unknown:
+            raise ToolError(f"Error executing tool {self.name}: " + str(InvalidInput(
+                unknown[0].encode("unicode_escape").decode()[:80], f"is not an argument of {self.name}; it takes {', '.join(sorted(accepted))}")))
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(f"Error executing tool {self.name}: {argument_error(exc.__cause__.errors())}") from None
+            raise
+
+
 def _tool(fn: Callable[..., Any]) -> Tool:
-    tool = Tool.from_function(fn, annotations=_ANNOTATIONS[fn.__name__], structured_output=True)
+    tool = _CheckedTool.from_function(fn, annotations=_ANNOTATIONS[fn.__name__], structured_output=True)
     tool.parameters = inline_refs(tool.parameters)
     if tool.fn_metadata.output_schema is not None:
         tool.fn_metadata.output_schema = inline_refs(tool.fn_metadata.output_schema)

@@ -84,3 +84,24 @@ async def test_time_window_of_memories_with_one_time_lists_them_in_storage_order
     at = datetime(2026, 3, 1, tzinfo=UTC)
     assert await ready.repository.in_window("s-order", at, at, 20) == ids
     assert await ready.repository.in_window("s-order", at, at, 4) == ids[:4]
+
+
+async def test_deleting_a_memory_in_the_middle_keeps_the_others_in_storage_order(client, deps):
+    ready = await deps.ready()
+    ids = await _store_in_order(client, "s-order")
+    cache = VectorCache(budget_bytes=64 * 1024 * 1024, exact_max=20_000)
+    await cache.nearest(ready.repository, "s-order", await ready.embedder.embed_batch(["dog"]), 5, 800)
+    gone = ids.pop(5)
+    deleted = await client.call_tool("delete_memory", {"session": "s-order", "memory_id": gone})
+    assert deleted.structured_content["count"] == 1
+    await cache.nearest(ready.repository, "s-order", await ready.embedder.embed_batch(["dog"]), 5, 800)
+
+    expected = {anchor: _expected(ids, place, 2) for place, anchor in enumerate(ids)}
+    assert cache.neighbours("s-order", ids, 2, 3600.0) == expected
+    scanned = await ready.repository.neighbours("s-order", ids, 2, 3600.0)
+    assert {anchor: sorted(near) for anchor, near in scanned.items()} == {
+        anchor: sorted(near) for anchor, near in expected.items()
+    }
+    assert await ready.repository.recent("s-order", 20) == list(reversed(ids))
+    at = datetime(2026, 3, 1, tzinfo=UTC)
+    assert await ready.repository.in_window("s-order", at, at, 20) == ids

@@ -403,3 +403,33 @@ async def test_a_successor_outside_the_candidate_pool_is_read_from_the_database_
 
     assert [m["memory_id"] for m in recalled] == [new, old]
     assert detail["supersession"]["pulled_in"] == [new] and detail["supersession"]["demoted"] == [old]
+
+
+async def test_a_chain_longer_than_32_links_still_leads_recall_to_its_current_end(client):
+    previous: list[str] = []
+    for number in range(80):
+        stored = await call(client, "store_memory", {
+            "session": "s-long", "content": f"Alice's phone number is now 555-{number:04d}.",
+            "occurred_at": "2024-01-01", "supersedes": previous[-1:]})
+        previous.append(stored["memory_id"])
+
+    for query in ("Is Alice's phone number 555-0003?", "What was Alice's phone number before 555-0003?"):
+        found = await _recall(client, "s-long", query, top_k=5)
+        assert found[0]["memory_id"] == previous[-1]
+        assert found[0]["superseded_by"] is None
+
+
+async def test_deleting_the_middle_of_a_long_chain_makes_its_first_half_end_at_the_link_before(client):
+    previous: list[str] = []
+    for number in range(60):
+        stored = await call(client, "store_memory", {
+            "session": "s-split", "content": f"The build server's address is now 10.0.0.{number}.",
+            "occurred_at": "2024-01-01", "supersedes": previous[-1:]})
+        previous.append(stored["memory_id"])
+    await call(client, "delete_memory", {"session": "s-split", "memory_id": previous[30]})
+
+    found = await _recall(client, "s-split", "is the build server's address 10.0.0.2?", top_k=60)
+
+    current = [memory["memory_id"] for memory in found if memory["superseded_by"] is None]
+    assert sorted(current) == sorted([previous[29], previous[59]])
+    assert found[0]["memory_id"] in current

@@ -126,7 +126,7 @@ async def test_list_audits_without_arguments_is_an_error_naming_the_missing_sess
     result = await _raw_call(client, {"name": "list_audits"})
 
     assert result.is_error
-    assert "session" in result.content[0].text and "Field required" in result.content[0].text
+    assert result.content[0].text == "Error executing tool list_audits: session: is required"
     assert not (await client.call_tool("list_audits", {"session": "s-q"})).is_error
 
 
@@ -135,7 +135,9 @@ async def test_a_tool_with_required_arguments_called_with_null_arguments_names_t
     result = await _raw_call(client, {"name": tool, "arguments": None})
 
     assert result.is_error
-    assert "session" in result.content[0].text and "Field required" in result.content[0].text
+    required = {"store_memory": "session, content: are required", "recall_memory": "session, query: are required",
+                "delete_memory": "session: is required"}[tool]
+    assert result.content[0].text == f"Error executing tool {tool}: {required}"
 
 
 async def test_an_unknown_tool_is_an_error_naming_it(client):

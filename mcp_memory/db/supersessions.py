@@ -20,7 +20,7 @@ from mcp_memory.models import Candidate
 
 __all__ = ["CANDIDATE_COLUMNS", "MAX_CHAIN", "WITH_SUPERSESSION", "SupersessionQueries", "candidate", "mark"]
 
-MAX_CHAIN = 32  # links followed from a memory to the current end of its chain (or back through its history)
+MAX_CHAIN = 32  # links followed back through a memory's history, and through the pool to a current end
 
 Source = Literal["explicit", "llm"]
 
@@ -130,6 +130,17 @@ WITH_SUPERSESSION = (
 )
 
 
+def _end(memory_id: str, links: dict[str, str]) -> str | None:
+    """The last memory reached from ``memory_id`` through ``links`` (memory -> successor); None on a cycle."""
+    seen = {memory_id}
+    while memory_id in links:
+        memory_id = links[memory_id]
+        if memory_id in seen:
+            return None
+        seen.add(memory_id)
+    return memory_id
+
+
 class SupersessionQueries:
     """Reads and writes of ``memory_supersessions``."""
 
@@ -153,29 +164,41 @@ class SupersessionQueries:
 
     async def current_successors(self, session: str, memory_ids: list[str]) -> dict[str, Candidate]:
         """For each superseded memory of ``memory_ids``, the current memory at the end of its chain
-        (its successor's successor ...), at most ``MAX_CHAIN`` links away.
+        (its successor's successor ...), however long the chain.
+
+        The links are walked once for all ids together (a recursive UNION over links, so chains
+        that meet are read once and a cycle, which ``mark`` never builds, still ends): one index
+        probe per link between the ids and the ends, at most the session's supersessions. The walk
+        and the read of the ends see one snapshot.
 
         Returns:
-            memory_id -> the current successor; ids that are current, unknown, or whose chain is
-            longer than ``MAX_CHAIN`` are absent.
+            memory_id -> the current successor; ids that are current or unknown are absent.
         """
         if not memory_ids:
             return {}
-        sql = f"""
-            WITH RECURSIVE chain (start, memory_id, depth) AS (
-                SELECT s.memory_id, s.superseded_by, 1 FROM memory_supersessions s
+        walk = """
+            WITH RECURSIVE walk (memory_id, superseded_by) AS (
+                SELECT s.memory_id, s.superseded_by FROM memory_supersessions s
                 WHERE s.session = $1 AND s.memory_id = ANY($2::uuid[])
-                UNION ALL
-                SELECT c.start, n.superseded_by, c.depth + 1 FROM chain c
-                CROSS JOIN LATERAL (SELECT x.superseded_by FROM memory_supersessions x
-                                    WHERE x.session = $1 AND x.memory_id = c.memory_id LIMIT 1) n
-                WHERE c.depth < {MAX_CHAIN}),
-            ends AS (SELECT DISTINCT ON (start) start, memory_id FROM chain ORDER BY start, depth DESC)
-            SELECT e.start, {CANDIDATE_COLUMNS}
-            FROM ends e JOIN memories m ON m.session = $1 AND m.memory_id = e.memory_id{WITH_SUPERSESSION}
+                UNION
+                SELECT n.memory_id, n.superseded_by FROM walk w
+                CROSS JOIN LATERAL (SELECT x.memory_id, x.superseded_by FROM memory_supersessions x
+                                    WHERE x.session = $1 AND x.memory_id = w.superseded_by LIMIT 1) n)
+            SELECT memory_id::text, superseded_by::text FROM walk
         """
-        rows = await self._run(lambda c: c.fetch(sql, session, memory_ids))
-        return {str(row["start"]): candidate(row) for row in rows if row["superseded_by"] is None}
+        read = (f"SELECT {CANDIDATE_COLUMNS} FROM memories m{WITH_SUPERSESSION}"
+                " WHERE m.session = $1 AND m.memory_id = ANY($2::uuid[])")
+
+        async def work(connection: asyncpg.Connection) -> tuple[dict[str, str | None], list[asyncpg.Record]]:
+            async with connection.transaction(isolation="repeatable_read", readonly=True):
+                links = {row[0]: row[1] for row in await connection.fetch(walk, session, memory_ids)}
+                starts = {memory_id: _end(memory_id, links) for memory_id in memory_ids if memory_id in links}
+                ends = sorted({end for end in starts.values() if end is not None})
+                return starts, (await connection.fetch(read, session, ends)) if ends else []
+
+        starts, rows = await self._run(work)
+        current = {found.memory_id: found for found in map(candidate, rows) if found.superseded_by is None}
+        return {start: current[end] for start, end in starts.items() if end in current}
 
     async def predecessors(self, session: str, memory_ids: list[str], limit: int) -> dict[str, list[Candidate]]:
         """The history of each of ``memory_ids``: the memories it superseded, theirs, and so on,

@@ -7,8 +7,9 @@ The user message is the new memory as ``<new_memory id=".." occurred_at="..">`` 
 ``<memory id=".." occurred_at="..">`` line per candidate; the model replies with JSON
 ``{"superseded": [ids], "reason": ".."}``. Ids that were not candidates are dropped; the rest are
 marked superseded by the new memory. Each decision is one audit row of kind ``supersede``:
-``{memory_id, candidates, superseded, reason, model, note, latency_ms}``. Usage is counted under
-the operation ``supersede``.
+``{memory_id, candidates, superseded, reason, model, note, latency_ms}``; it keeps no prompt text
+(a reason that echoes the prompt is left out, and of ids the model invented only UUIDs are
+named). Usage is counted under the operation ``supersede``.
 
 Failure policy: the memory is stored whatever happens here. The model failing, timing out or
 replying without usable JSON (after one repair request), or the database failing while candidates
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from typing import Any
 
 import numpy as np
@@ -95,6 +97,38 @@ async def _candidates(
     return current[: tuning.candidates]
 
 
+def _uuid_text(item: str) -> str | None:
+    try:
+        return str(uuid.UUID(item))
+    except ValueError:
+        return None
+
+
+def _dropped_note(dropped: list[str]) -> str:
+    """The audit's note on ids the model named that were not candidates: the UUIDs among them
+    (at most 400 characters) and a count of the other items, whose text is never kept (a model
+    can echo its prompt, memory contents included, as "ids")."""
+    ids = [found for found in map(_uuid_text, dropped) if found is not None]
+    note = f"dropped {len(dropped)} id(s) that were not candidates"
+    if ids:
+        note += f": {', '.join(ids)[:400]}"
+    if len(ids) < len(dropped):
+        note += f"; {len(dropped) - len(ids)} of them not a memory_id (text not kept)"
+    return note
+
+
+def _reason(reply: dict[str, Any]) -> str | None:
+    """The model's reason, at most 500 characters; None when it is not text or echoes the prompt
+    (the memories' markup, or 40 characters of the instructions). Quoting a memory is fine."""
+    reason = reply.get("reason")
+    if not isinstance(reason, str):
+        return None
+    quoted = "<memory id=" in reason or "<new_memory id=" in reason or any(
+        reason[start:start + 40] in _SYSTEM for start in range(0, max(len(reason) - 39, 0), 10)
+    )
+    return None if quoted else reason[:_MAX_REASON_CHARS]
+
+
 def _picked(reply: dict[str, Any], known: list[str]) -> tuple[list[str], list[str]]:
     """(ids among ``known``, ids dropped) from the reply's ``superseded``.
 
@@ -135,14 +169,12 @@ async def find_superseded(
         if not candidates:
             detail["note"] = "no current memory within supersede.min_similarity; the model was not asked"
         else:
-            reply = await ready.llm.complete_json(
-                "supersede", _SYSTEM, prompt(memory, memory_id, candidates), "supersession", SUPERSEDE_SCHEMA
-            )
+            user = prompt(memory, memory_id, candidates)
+            reply = await ready.llm.complete_json("supersede", _SYSTEM, user, "supersession", SUPERSEDE_SCHEMA)
             picked, dropped = _picked(reply, detail["candidates"])
-            reason = reply.get("reason")
-            detail["reason"] = reason[:_MAX_REASON_CHARS] if isinstance(reason, str) else None
+            detail["reason"] = _reason(reply)
             if dropped:
-                detail["note"] = f"dropped {len(dropped)} id(s) that were not candidates: {', '.join(dropped)[:400]}"
+                detail["note"] = _dropped_note(dropped)
             marked = await ready.repository.mark_superseded(memory.session, memory_id, picked, "llm")
             detail["superseded"] = marked
     except ProviderError as exc:  # ChatError, MalformedReply, DatabaseUnavailable: the memory stays stored

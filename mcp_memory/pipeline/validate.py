@@ -18,6 +18,7 @@ from mcp_memory.models import NewMemory
 from mcp_memory.settings import LimitSettings
 
 __all__ = [
+    "argument_error",
     "check_memory_id",
     "check_session",
     "check_supersedes",
@@ -26,6 +27,35 @@ __all__ = [
     "new_memory",
     "parse_occurred_at",
 ]
+
+
+_JSON_KINDS = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
+               dict: "an object", type(None): "null"}
+
+
+def argument_error(errors: list[dict[str, Any]]) -> InvalidInput:
+    """One line naming the first argument that failed the tool's schema (pydantic's ``errors()``).
+
+    The SDK validates arguments against each tool's signature before the tool runs and would
+    otherwise return pydantic's multi-line report with a web link. The line names the argument
+    (``supersedes``, or ``supersedes.0`` for an item), what it should be, and the JSON kind
+    received (never the value, which may be long), plus how many more arguments failed; missing
+    arguments are named all at once.
+    """
+    names = [".".join(str(part) for part in error["loc"]) or "arguments" for error in errors]
+    missing = [name for name, error in zip(names, errors) if error["type"] == "missing"]
+    if missing:  # every missing argument at once, so one retry can fix them all
+        where, problem = ", ".join(missing), "is required" if len(missing) == 1 else "are required"
+        others = len(errors) - len(missing)
+    else:
+        first = errors[0]
+        where, message = names[0], first["msg"]
+        problem = message[:1].lower() + message[1:]
+        problem += f"; got {_JSON_KINDS.get(type(first.get('input')), 'another kind of value')}"
+        others = len(errors) - 1
+    if others:
+        problem += f" (and {others} more problem(s) with the arguments)"
+    return InvalidInput(where, problem)
 
 
 def check_session(session: str, limits: LimitSettings) -> str:
