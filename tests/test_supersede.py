@@ -167,12 +167,20 @@ async def test_a_three_memory_cycle_cannot_form(client, pg_url):
     assert await _rows(pg_url) == sorted([("s-tri", b, c), ("s-tri", c, a)])
 
 
-async def test_marking_a_memory_again_names_the_newest_successor(client, pg_url):
+async def test_naming_a_memory_already_superseded_marks_the_current_end_of_its_chain(client, pg_url):
+    """Berlin -> Lisbon, then Porto names Berlin (an agent re-using the id it first saw): Lisbon, the
+    current end of Berlin's chain, is the one Porto replaces, so no stale fact is left looking current."""
     berlin = await store(client, "s-re", BERLIN)
-    await store(client, "s-re", LISBON, supersedes=[berlin])
-    porto = await store(client, "s-re", "Alice moved on to Porto.", supersedes=[berlin])
+    lisbon = await store(client, "s-re", LISBON, supersedes=[berlin])
 
-    assert [row for row in await _rows(pg_url) if row[1] == berlin] == [("s-re", berlin, porto)]
+    stored = await call(client, "store_memory", {"session": "s-re", "content": "Alice moved on to Porto.",
+                                                 "supersedes": [berlin]})
+
+    porto = stored["memory_id"]
+    assert stored["superseded"] == [lisbon]
+    assert await _rows(pg_url) == sorted([("s-re", berlin, lisbon), ("s-re", lisbon, porto)])
+    history = await _recall(client, "s-re", "Where did Alice live before?", top_k=10)
+    assert [m["memory_id"] for m in history if m["superseded_by"] is None] == [porto]
 
 
 # --- recall -----------------------------------------------------------------------------------

@@ -44,8 +44,9 @@ async def mark(
 ) -> list[str]:
     """Mark ``memory_ids`` superseded by ``successor``; call inside a transaction.
 
-    Rules: a memory has one successor, so marking a memory again names the new one (and the new
-    time). With ``strict`` (the caller's own ``supersedes``) the successor is current afterwards:
+    Rules: a memory has one successor. Naming a memory that is already superseded marks the current
+    end of its chain instead (A -> B, then C naming A gives A -> B -> C), so history stays one chain
+    and no stale memory is left looking current. With ``strict`` (the caller's own ``supersedes``) the successor is current afterwards:
     a mark on it is removed, which also keeps chains free of cycles (storing B again with
     ``supersedes=[A]`` after A superseded B leaves A superseded by B, and B current). Otherwise
     (the LLM's picks) a successor that was itself superseded meanwhile marks nothing. Calls that
@@ -60,7 +61,7 @@ async def mark(
             otherwise skip it (the LLM's picks, which may have been deleted since).
 
     Returns:
-        The ids marked, in the order given.
+        The ids marked (each named id, or the end of its chain), in the order given.
 
     Raises:
         InvalidInput: ``successor`` is among ``memory_ids``, or (``strict``) an id is not a
@@ -99,6 +100,7 @@ async def mark(
         "SELECT 1 FROM memory_supersessions WHERE session = $1 AND memory_id = $2::uuid", session, successor
     ):
         return []
+    marked = await _chain_ends(connection, session, successor, marked)
     if marked:
         await connection.execute(
             "INSERT INTO memory_supersessions (session, memory_id, superseded_by, source)"
@@ -114,6 +116,20 @@ async def mark(
     return marked
 
 
+# Every link reachable from the memories $2 of session $1 (memory -> its successor), walked once for
+# all of them: a recursive UNION, so chains that meet are read once and a cycle, which `mark` never
+# builds, still ends; one index probe per link.
+_WALK = """
+    WITH RECURSIVE walk (memory_id, superseded_by) AS (
+        SELECT s.memory_id, s.superseded_by FROM memory_supersessions s
+        WHERE s.session = $1 AND s.memory_id = ANY($2::uuid[])
+        UNION
+        SELECT n.memory_id, n.superseded_by FROM walk w
+        CROSS JOIN LATERAL (SELECT x.memory_id, x.superseded_by FROM memory_supersessions x
+                            WHERE x.session = $1 AND x.memory_id = w.superseded_by LIMIT 1) n)
+    SELECT memory_id::text, superseded_by::text FROM walk
+"""
+
 # What `candidate` reads: memories m with its own supersession row s (or nulls) and whether it
 # superseded any memory. Each lookup is a LIMIT 1 subquery on one index (the primary key, and
 # memory_supersessions_successor), so it costs one index probe per memory whatever the planner
@@ -128,6 +144,29 @@ WITH_SUPERSESSION = (
     " LEFT JOIN LATERAL (SELECT x.superseded_by, x.superseded_at FROM memory_supersessions x"
     "  WHERE x.session = $1 AND x.memory_id = m.memory_id LIMIT 1) s ON true"
 )
+
+
+async def _chain_ends(connection: asyncpg.Connection, session: str, successor: str, memory_ids: list[str]) -> list[str]:
+    """The memories to mark for ``memory_ids``: each one itself, or, when it is already superseded,
+    the current end of its chain (A -> B, then C naming A marks B: history stays one chain, and
+    no stale memory is left looking current). An end that is ``successor`` itself leaves the id as
+    it is; so does an end deleted meanwhile. Ends are locked against deletion like the ids.
+    """
+    rows = await connection.fetch(_WALK, session, memory_ids)
+    links = {row[0]: row[1] for row in rows}
+    ends = {memory_id: _end(memory_id, links) for memory_id in memory_ids if memory_id in links}
+    wanted = sorted({end for end in ends.values() if end is not None and end != successor})
+    if wanted:
+        locked = await connection.fetch(
+            "SELECT memory_id::text FROM memories WHERE session = $1 AND memory_id = ANY($2::uuid[]) FOR KEY SHARE",
+            session,
+            wanted,
+        )
+        present = {row[0] for row in locked}
+    else:
+        present = set()
+    targets = [end if (end := ends.get(memory_id)) in present else memory_id for memory_id in memory_ids]
+    return list(dict.fromkeys(targets))
 
 
 def _end(memory_id: str, links: dict[str, str]) -> str | None:
@@ -176,16 +215,7 @@ class SupersessionQueries:
         """
         if not memory_ids:
             return {}
-        walk = """
-            WITH RECURSIVE walk (memory_id, superseded_by) AS (
-                SELECT s.memory_id, s.superseded_by FROM memory_supersessions s
-                WHERE s.session = $1 AND s.memory_id = ANY($2::uuid[])
-                UNION
-                SELECT n.memory_id, n.superseded_by FROM walk w
-                CROSS JOIN LATERAL (SELECT x.memory_id, x.superseded_by FROM memory_supersessions x
-                                    WHERE x.session = $1 AND x.memory_id = w.superseded_by LIMIT 1) n)
-            SELECT memory_id::text, superseded_by::text FROM walk
-        """
+        walk = _WALK
         read = (f"SELECT {CANDIDATE_COLUMNS} FROM memories m{WITH_SUPERSESSION}"
                 " WHERE m.session = $1 AND m.memory_id = ANY($2::uuid[])")
 
