@@ -441,3 +441,15 @@ async def test_deleting_the_middle_of_a_long_chain_makes_its_first_half_end_at_t
     current = [memory["memory_id"] for memory in found if memory["superseded_by"] is None]
     assert sorted(current) == sorted([previous[29], previous[59]])
     assert found[0]["memory_id"] in current
+
+
+def test_rank_keeps_one_old_version_per_successor_for_a_present_question():
+    """Three old versions of one fact matched and their current end did not: the agent gets the current
+    memory and the best-matching old wording, not the fact's whole history in place of other memories."""
+    pool = [_candidate("v1", 1.0, "v2"), _candidate("v2", 0.9, "v3"), _candidate("v3", 0.8, "now"),
+            _candidate("x", 0.7), _candidate("now", 0.1)]
+
+    ranked, events = rank(pool, {}, {}, history=False, top_k=4)
+
+    assert [c.memory_id for c in ranked] == ["now", "v1", "x"]
+    assert events == {"promoted": ["now"], "pulled_in": [], "demoted": ["v1"], "dropped": ["v2", "v3"]}

@@ -9,7 +9,7 @@ session. Recall ranks its fused pool (``prefer_current``), then cuts it to top_k
 - By default the superseded memory is then dropped when its successor matched the question on
   its own (ranked within top_k before this stage), and kept right below it ("demoted") when only
   the old memory matched, so the agent sees both the old wording it asked about and what
-  replaced it.
+  replaced it; only the best-ranked old memory of a chain is kept so, the others are dropped.
 - With history (``include_superseded=true``, or a question about the past, ``asks_about_past``)
   nothing is dropped: each current memory is followed by what it superseded (its history, read
   from the database, nearest link first), still each successor above what it superseded.
@@ -133,7 +133,7 @@ def rank(
         if moved:
             events["promoted" if in_pool else "pulled_in"].append(successor.memory_id)
             put_current(successor, max(successor.score if in_pool else 0.0, candidate.score))
-        if history or successor.memory_id not in top:
+        if history or (moved and successor.memory_id not in top):  # one old wording per successor
             if candidate.memory_id not in placed:
                 put(candidate, candidate.score)
             if moved:
