@@ -8,11 +8,10 @@ from contextlib import asynccontextmanager
 import pytest
 from mcp import Client
 
-from mcp_memory.deps import Deps
 from mcp_memory.pipeline.fuse import spread
 from mcp_memory.pipeline.search import query_names
-from mcp_memory.server import build_server
 from mcp_memory.settings import RecallSettings
+from tools import served
 
 pytestmark = pytest.mark.anyio
 
@@ -31,13 +30,8 @@ CHAT = [
 async def _client_with(base_settings, **recall: object) -> AsyncIterator[Client]:
     """A server over its own resources (the recall settings live in them) on the shared database."""
     settings = base_settings.model_copy(update={"recall": RecallSettings(**recall)})
-    deps = Deps(settings)
-    await deps.start()
-    try:
-        async with Client(build_server(settings, deps), mode="legacy") as client:
-            yield client
-    finally:
-        await deps.close()
+    async with served(settings) as client:
+        yield client
 
 
 async def _store_all(client, session: str, contents: list[str]) -> list[str]:

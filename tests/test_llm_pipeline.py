@@ -14,6 +14,7 @@ from mcp import Client
 
 from mcp_memory.deps import Deps
 from mcp_memory.server import build_server
+from tools import served
 
 pytestmark = pytest.mark.anyio
 
@@ -40,13 +41,8 @@ def _llm(fake: FakeOpenAI, plan: bool, answer: bool) -> dict[str, Any]:
 
 async def _client(pg_url, work_dir, fake, plan: bool, answer: bool) -> AsyncIterator[Client]:
     settings = make_settings(pg_url, work_dir, llm=_llm(fake, plan, answer))
-    deps = Deps(settings)
-    await deps.start()
-    try:
-        async with Client(build_server(settings, deps), mode="legacy") as client:
-            yield client
-    finally:
-        await deps.close()
+    async with served(settings) as client:
+        yield client
 
 
 @pytest.fixture

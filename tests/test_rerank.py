@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_memory.deps import Deps
 from mcp_memory.pipeline.rerank import _scores
-from mcp_memory.server import build_server
 from mcp_memory.settings import RecallSettings
+from tools import served
 
 pytestmark = pytest.mark.anyio
 
@@ -79,13 +78,8 @@ def fake_rerank() -> Iterator[FakeRerank]:
 @asynccontextmanager
 async def _client_with(base_settings, **recall: object) -> AsyncIterator[Client]:
     settings = base_settings.model_copy(update={"recall": RecallSettings(**recall)})
-    deps = Deps(settings)
-    await deps.start()
-    try:
-        async with Client(build_server(settings, deps), mode="legacy") as client:
-            yield client
-    finally:
-        await deps.close()
+    async with served(settings) as client:
+        yield client
 
 
 async def _recall(client, query: str, top_k: int = 2) -> tuple[list[str], dict[str, Any]]:

@@ -16,9 +16,7 @@ from conftest import make_settings
 from fake_openai import ChatReply, FakeOpenAI
 from mcp import Client
 
-from mcp_memory.deps import Deps
-from mcp_memory.server import build_server
-from tools import call, store
+from tools import call, store, served
 
 pytestmark = pytest.mark.anyio
 
@@ -39,13 +37,8 @@ async def _client(pg_url, work_dir, fake: FakeOpenAI, **overrides: Any) -> Async
     llm = {"base_url": fake.base_url, "api_key": "test-key", "supersede_model": "fake-supersede",
            "timeout_s": 1.0, "max_retries": 0, **overrides.pop("llm", {})}
     settings = make_settings(pg_url, work_dir, llm=llm, **overrides)
-    deps = Deps(settings)
-    await deps.start()
-    try:
-        async with Client(build_server(settings, deps), mode="legacy") as client:
-            yield client
-    finally:
-        await deps.close()
+    async with served(settings) as client:
+        yield client
 
 
 @pytest.fixture

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from mcp import Client
+
+from mcp_memory.deps import Deps
+from mcp_memory.server import build_server
+from mcp_memory.settings import Settings
 
 
 async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -17,3 +23,15 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str
 async def store(client: Client, session: str, content: str, **extra: Any) -> str:
     """Store one memory and return its memory_id."""
     return (await call(client, "store_memory", {"session": session, "content": content, **extra}))["memory_id"]
+
+
+@asynccontextmanager
+async def served(settings: Settings) -> AsyncIterator[Client]:
+    """A client of a server with resources of its own, built from ``settings`` and closed afterwards."""
+    deps = Deps(settings)
+    await deps.start()
+    try:
+        async with Client(build_server(settings, deps), mode="legacy") as client:
+            yield client
+    finally:
+        await deps.close()
