@@ -86,12 +86,21 @@ async def deps(base_settings: Settings) -> AsyncIterator[Deps]:
 
 @pytest.fixture
 async def empty_tables(pg_url: str, deps: Deps) -> None:
-    """Empty every table; requested by each fixture that hands out the database."""
-    connection = await asyncpg.connect(pg_url)
+    """Empty every table; requested by each fixture that hands out the database.
+
+    TRUNCATE waits for every lock on the tables; a connection left holding one (a leak like the
+    cancelled prepare of tests/test_cancelled_statements.py) fails the test after 30 s, naming the
+    backends that hold locks, instead of hanging the run.
+    """
+    from databases import lock_holders
+
+    connection = await asyncpg.connect(pg_url, server_settings={"lock_timeout": "30s"})
     try:
         await connection.execute(
             "TRUNCATE memories, memory_chunks, memory_terms, memory_supersessions, audits, llm_usage"
         )
+    except asyncpg.exceptions.LockNotAvailableError:
+        pytest.fail(f"TRUNCATE waited 30 s for locks held by: {await lock_holders(connection)}")
     finally:
         await connection.close()
 

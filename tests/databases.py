@@ -1,4 +1,5 @@
-"""Throw-away databases on the test server, built up to an older migration (upgrade tests)."""
+"""Throw-away databases on the test server, built up to an older migration (upgrade tests), and
+who holds locks on the test database (so a wait on a lock fails with names instead of hanging)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,31 @@ async def database_at(pg_url: str, last_migration: int, dim: int = 384) -> Async
     finally:
         await admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
         await admin.close()
+
+
+async def lock_holders(connection: asyncpg.Connection) -> list[str]:
+    """Every other backend that holds a lock in this database: pid, state, wait event, query."""
+    rows = await connection.fetch(
+        "SELECT DISTINCT a.pid, a.state, a.wait_event, a.backend_xmin, left(a.query, 120) AS query"
+        " FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
+        " WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND l.granted"
+        " ORDER BY a.pid"
+    )
+    return [f"pid {r['pid']} {r['state']}/{r['wait_event']} xmin {r['backend_xmin']}: {r['query']}" for r in rows]
+
+
+async def lock_every_table(connection: asyncpg.Connection) -> None:
+    """Take the ACCESS EXCLUSIVE lock (what TRUNCATE and most ALTERs take) of every table in the
+    schema and let them go at once.
+
+    ``connection`` should carry a ``lock_timeout``; when it runs out, raises AssertionError naming
+    the backends that still hold locks instead of waiting on them for ever.
+    """
+    try:
+        async with connection.transaction():
+            tables = await connection.fetchval(
+                "SELECT string_agg(quote_ident(tablename), ', ') FROM pg_tables WHERE schemaname = 'public'"
+            )
+            await connection.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
+    except asyncpg.exceptions.LockNotAvailableError:
+        raise AssertionError(f"tables still locked by: {await lock_holders(connection)}") from None

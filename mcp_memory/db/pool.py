@@ -19,7 +19,9 @@ async def _reset_connection(connection: asyncpg.Connection) -> None:
 
     asyncpg still rolls back an open transaction before calling this; its default reset adds a
     round trip per release (``RESET ALL``, ``UNLISTEN *``, ...) that this pool never needs
-    (measured 0.14 -> 0.09 ms per acquire/release, see benchmarks/RESULTS.md).
+    (measured 0.14 -> 0.09 ms per acquire/release, see benchmarks/RESULTS.md). Nothing is sent
+    on release either, so a connection left inside an unfinished exchange would keep its backend's
+    locks: ``Repository._run`` terminates every connection whose statement was cancelled.
     """
 
 

@@ -5,11 +5,14 @@ statement scoped by session.
 Every method takes the session as its first argument and every statement filters on it, so
 nothing crosses sessions. Values always travel as bind parameters, never as SQL text.
 A dropped connection (server restart, ``pg_terminate_backend``) is retried once on a fresh
-pooled connection; a second failure raises ``DatabaseUnavailable``.
+pooled connection; a second failure raises ``DatabaseUnavailable``. A statement cancelled
+mid-flight (a recall's lists cancelled when one fails, a client that goes away) closes its
+connection: it is never handed out again, and its backend ends and lets go of its locks.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Awaitable, Callable
@@ -72,6 +75,14 @@ class Repository(RetrievalQueries, ExpansionQueries, SupersessionQueries):
                         # fail this way ("another operation is in progress"); it is closed by then.
                         if connection.is_closed():
                             raise ConnectionError(f"connection closed by the server: {exc}") from exc
+                        raise
+                    except asyncio.CancelledError:
+                        # Cancelled mid-statement, the connection's state is unknown: asyncpg 0.32
+                        # drops a reply that lands in the loop pass that cancels its waiter and then
+                        # neither cancels nor syncs, so a cancelled prepare went back to the pool
+                        # with its backend inside the exchange ("active"/ClientRead) and holding
+                        # its locks until the connection's next use. Closing it ends the backend.
+                        connection.terminate()
                         raise
             except _CONNECTION_ERRORS as exc:
                 if attempt == 2:
