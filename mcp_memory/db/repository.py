@@ -1,6 +1,6 @@
-"""The repository: all SQL of mcp-memory lives here, in ``retrieval.py`` and ``expansion.py``
-(recall's search queries) and in ``supersessions.py`` (all mixed into ``Repository``), each
-statement scoped by session.
+"""The repository: all SQL of mcp-memory lives here, in ``retrieval.py``, ``chronology.py`` and
+``expansion.py`` (recall's search queries) and in ``supersessions.py`` (all mixed into
+``Repository``), each statement scoped by session.
 
 Every method takes the session as its first argument and every statement filters on it, so
 nothing crosses sessions. Values always travel as bind parameters, never as SQL text.
@@ -23,6 +23,7 @@ import asyncpg
 import numpy as np
 
 from mcp_memory.errors import DatabaseUnavailable
+from mcp_memory.db.chronology import ChronologyQueries
 from mcp_memory.db.expansion import ExpansionQueries
 from mcp_memory.db.retrieval import RetrievalQueries
 from mcp_memory.db.supersessions import CANDIDATE_COLUMNS, WITH_SUPERSESSION, SupersessionQueries, candidate, mark
@@ -57,7 +58,7 @@ class StoredRow:
         self.superseded = superseded
 
 
-class Repository(RetrievalQueries, ExpansionQueries, SupersessionQueries):
+class Repository(RetrievalQueries, ChronologyQueries, ExpansionQueries, SupersessionQueries):
     """All reads and writes of memories, chunks, audits and usage."""
 
     def __init__(self, pool: asyncpg.Pool, model: str) -> None:

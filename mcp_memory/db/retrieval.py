@@ -1,4 +1,4 @@
-"""Recall's search queries over one session: vector, BM25, identifier, CJK, chronology, neighbours.
+"""Recall's search queries over one session: vector, BM25, identifier, CJK (chronology: ``chronology.py``).
 
 Mixed into ``Repository``, which provides ``_run`` (a pooled connection, one retry after a
 dropped connection). Every statement filters on the session and binds every value.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -236,34 +236,6 @@ class RetrievalQueries:
         rows = await self._run(lambda c: c.fetch(sql, session, terms, limit))
         return [(str(row["memory_id"]), float(row["score"])) for row in rows]
 
-    async def recent(self, session: str, limit: int) -> list[str]:
-        """Ids of the ``limit`` latest memories by occurred_at, latest first; memories of one time
-        by storage order (the last stored first), then memory_id."""
-        rows = await self._run(
-            lambda c: c.fetch(
-                "SELECT memory_id FROM memories WHERE session = $1"
-                " ORDER BY occurred_at DESC, created_at DESC, memory_id DESC LIMIT $2",
-                session,
-                limit,
-            )
-        )
-        return [str(row["memory_id"]) for row in rows]
-
-    async def in_window(self, session: str, start: datetime, end: datetime, limit: int) -> list[str]:
-        """Ids of memories whose occurred_at lies in [start, end], earliest first; memories of one
-        time in storage order, then by memory_id."""
-        rows = await self._run(
-            lambda c: c.fetch(
-                "SELECT memory_id FROM memories WHERE session = $1 AND occurred_at BETWEEN $2 AND $3"
-                " ORDER BY occurred_at, created_at, memory_id LIMIT $4",
-                session,
-                start,
-                end,
-                limit,
-            )
-        )
-        return [str(row["memory_id"]) for row in rows]
-
     async def embeddings(self, session: str, memory_ids: list[str]) -> dict[str, np.ndarray]:
         """Window 0's vector of each of ``memory_ids`` in ``session``, unit length, keyed by memory_id
         (ids the session lacks are absent)."""
@@ -281,41 +253,4 @@ class RetrievalQueries:
             vector = np.asarray(row["embedding"].to_numpy(), dtype=np.float32)
             norm = float(np.linalg.norm(vector))
             found[str(row["memory_id"])] = vector / (norm or 1.0)
-        return found
-
-    async def neighbours(
-        self, session: str, memory_ids: list[str], span: int, max_gap_s: float
-    ) -> dict[str, list[str]]:
-        """For each id, up to ``span`` memories just before and after it in (occurred_at, storage
-        order, memory_id) order, no more than ``max_gap_s`` seconds away.
-
-        Storage order (``created_at``, the start of the inserting transaction; one per
-        store_memory) keeps a conversation's order among memories that share one occurred_at (a
-        date per conversation). Rows inserted in one transaction share created_at and fall back
-        to memory_id.
-        """
-        if not memory_ids or span <= 0:
-            return {}
-        gap = timedelta(seconds=max_gap_s)
-        rows = await self._run(
-            lambda c: c.fetch(
-                "SELECT a.memory_id AS anchor, n.memory_id AS neighbour FROM memories a"
-                " CROSS JOIN LATERAL ("
-                "  (SELECT memory_id FROM memories WHERE session = $1 AND (occurred_at, created_at, memory_id)"
-                "   < (a.occurred_at, a.created_at, a.memory_id) AND occurred_at >= a.occurred_at - $4::interval"
-                "   ORDER BY occurred_at DESC, created_at DESC, memory_id DESC LIMIT $3)"
-                "  UNION ALL"
-                "  (SELECT memory_id FROM memories WHERE session = $1 AND (occurred_at, created_at, memory_id)"
-                "   > (a.occurred_at, a.created_at, a.memory_id) AND occurred_at <= a.occurred_at + $4::interval"
-                "   ORDER BY occurred_at, created_at, memory_id LIMIT $3)) n"
-                " WHERE a.session = $1 AND a.memory_id = ANY($2::uuid[])",
-                session,
-                memory_ids,
-                span,
-                gap,
-            )
-        )
-        found: dict[str, list[str]] = {}
-        for row in rows:
-            found.setdefault(str(row["anchor"]), []).append(str(row["neighbour"]))
         return found
