@@ -54,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=None, help="HTTP port (default 8020)")
     serve.add_argument("--stateless", action="store_true",
                        help="HTTP without MCP sessions: every request stands alone (for load balancers)")
+    serve.add_argument("--insecure-no-auth", action="store_true",
+                       help="HTTP: serve a non-loopback --host without any token (logs a WARNING); never on a network "
+                       "you do not trust")
     body = serve.add_mutually_exclusive_group()
     body.add_argument("--sse", action="store_true",
                       help="HTTP: answer each request with an SSE stream instead of one JSON body")
@@ -180,11 +183,13 @@ def main(argv: list[str] | None = None) -> int:
         elif args.transport == "http":
             anyio.run(
                 serve_http, settings, args.host or "127.0.0.1", args.port or 8020, args.stateless, not args.sse,
+                args.insecure_no_auth,
                 backend_options={"use_uvloop": _HAVE_UVLOOP},
             )
         else:
             http_only = [flag for flag, given in (("--host", args.host is not None), ("--port", args.port is not None),
-                         ("--stateless", args.stateless), ("--sse", args.sse), ("--json-response", args.json_response))
+                         ("--stateless", args.stateless), ("--insecure-no-auth", args.insecure_no_auth),
+                         ("--sse", args.sse), ("--json-response", args.json_response))
                          if given]
             if http_only:  # stdio would ignore them, and a client would wait on a port nobody opened
                 raise ConfigError(f"{', '.join(http_only)} only apply to --transport http")

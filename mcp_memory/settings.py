@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import platformdirs
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -23,7 +23,18 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-__all__ = ["EmbeddingSettings", "LimitSettings", "LlmSettings", "RecallSettings", "Settings", "SupersedeSettings"]
+__all__ = [
+    "AuthSettings",
+    "EmbeddingSettings",
+    "HttpSettings",
+    "LimitSettings",
+    "LlmSettings",
+    "RecallSettings",
+    "Settings",
+    "StdioSettings",
+    "SupersedeSettings",
+    "TokenSettings",
+]
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -190,6 +201,80 @@ class SupersedeSettings(BaseModel):
     )
 
 
+def _session_patterns(patterns: list[str]) -> list[str]:
+    from mcp_memory.access import SessionScope
+
+    SessionScope.parse(patterns)  # raises ValueError naming the bad pattern
+    return patterns
+
+
+SessionPatterns = Annotated[list[str], AfterValidator(_session_patterns)]
+
+
+class TokenSettings(BaseModel):
+    """One static bearer token (``[[auth.tokens]]``); ``mcp-memory token new`` prints an entry."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+    name: str = Field(min_length=1, description="A label for logs and doctor; never a credential.")
+    token_sha256: str | None = Field(
+        None, pattern="^[0-9a-fA-F]{64}$", description="Hex SHA-256 of the token; the token itself is not stored."
+    )
+    token: str | None = Field(None, min_length=16, description="The token in plain text (doctor warns; prefer the hash).")
+    sessions: SessionPatterns = Field(
+        min_length=1, description="Sessions it may use: exact names, prefixes ending in '*', or '*' for all."
+    )
+    can_delete: bool = Field(False, description="May call delete_memory.")
+    rate_limit_per_minute: int | None = Field(None, ge=1, description="Tool calls per minute; unset: no limit.")
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> TokenSettings:
+        if (self.token is None) == (self.token_sha256 is None):
+            raise ValueError(f"token {self.name!r}: give exactly one of token_sha256 and token")
+        return self
+
+
+class AuthSettings(BaseModel):
+    """Who may call over HTTP: static bearer tokens. Empty: nobody is asked."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+    tokens: list[TokenSettings] = []
+
+    @property
+    def enabled(self) -> bool:
+        """True when HTTP callers must present a token."""
+        return bool(self.tokens)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> AuthSettings:
+        names = [token.name for token in self.tokens]
+        if len(set(names)) != len(names):
+            raise ValueError("auth.tokens: every token needs a name of its own")
+        return self
+
+
+class HttpSettings(BaseModel):
+    """Host and Origin checks (DNS rebinding protection) of the HTTP transport; on for every bind address."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+    allowed_hosts: list[str] | None = Field(
+        None, description="Host header values accepted ('name:*' for any port); unset: loopback names + the bind address."
+    )
+    allowed_origins: list[str] | None = Field(
+        None, description="Origin header values accepted; unset: http(s) origins of the loopback names + bind address."
+    )
+
+
+class StdioSettings(BaseModel):
+    """The stdio server: no token (the client owns the process), but its sessions can be limited."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+    sessions: SessionPatterns = Field(["*"], min_length=1, description="Sessions a stdio client may use.")
+
+
 _ENV_PREFIX = "MCP_MEMORY_"
 # MCP_MEMORY_* variables that are not settings: the config file's path, and what the evals and the
 # test suite read.
@@ -221,6 +306,9 @@ class Settings(BaseSettings):
     llm: LlmSettings = LlmSettings()
     recall: RecallSettings = RecallSettings()
     supersede: SupersedeSettings = SupersedeSettings()
+    auth: AuthSettings = AuthSettings()
+    http: HttpSettings = HttpSettings()
+    stdio: StdioSettings = StdioSettings()
 
     @classmethod
     def settings_customise_sources(

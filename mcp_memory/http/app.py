@@ -2,16 +2,72 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 
 from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError
+from mcp_memory.gate import Gate
+from mcp_memory.http.auth import sdk_auth, token_verifier
 from mcp_memory.server import build_server
 from mcp_memory.settings import Settings
 
-__all__ = ["build_http_app", "serve_http"]
+__all__ = ["build_http_app", "check_binding", "serve_http", "transport_security"]
+
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1); any other name counts as public."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_binding(settings: Settings, host: str, insecure_no_auth: bool) -> None:
+    """Refuse a non-loopback bind without authentication, unless the operator insists.
+
+    Raises:
+        ConfigError: ``host`` is not loopback, no ``[auth]`` is configured and
+            ``insecure_no_auth`` is False (one line saying how to add a token).
+    """
+    if is_loopback(host) or settings.auth.enabled:
+        return
+    if not insecure_no_auth:
+        raise ConfigError(
+            f"refusing to serve on {host} without authentication: create a token with "
+            "`mcp-memory token new --name NAME --sessions 'PATTERN'` and paste its [[auth.tokens]] entry into "
+            "config.toml, or pass --insecure-no-auth"
+        )
+    logger.warning("serving on %s WITHOUT authentication (--insecure-no-auth): anyone who reaches the port "
+                   "can read and delete every session", host)
+
+
+def _bracketed(host: str) -> str:
+    """An IPv6 address as it appears in a Host header ([::1]); names and IPv4 as they are."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def transport_security(settings: Settings, host: str) -> TransportSecuritySettings:
+    """The SDK's Host and Origin checks, on for every bind address.
+
+    Unset ``[http] allowed_hosts`` / ``allowed_origins`` default to the loopback names, the bind
+    address, each with and without a port, and their ``http``/``https`` origins. A request with another Host gets 421, another Origin 403.
+    """
+    names = list(dict.fromkeys([*_LOOPBACK_NAMES, _bracketed(host)]))
+    hosts = [h for n in names for h in (n, f"{n}:*")]
+    origins = [f"{scheme}://{h}" for scheme in ("http", "https") for h in hosts]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=settings.http.allowed_hosts if settings.http.allowed_hosts is not None else hosts,
+        allowed_origins=settings.http.allowed_origins if settings.http.allowed_origins is not None else origins,
+    )
 
 logger = logging.getLogger("mcp_memory")
 
@@ -26,11 +82,16 @@ def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, j
         stateless: no MCP sessions; every request stands alone.
         json_response: one JSON body per POST instead of an SSE stream.
     """
-    server = build_server(settings, deps)
-    return server.streamable_http_app(stateless_http=stateless, json_response=json_response, host=host)
+    server = build_server(settings, deps, gate=Gate.for_http(settings), auth=sdk_auth(settings.auth),
+                          token_verifier=token_verifier(settings.auth))
+    return server.streamable_http_app(stateless_http=stateless, json_response=json_response, host=host,
+                                      transport_security=transport_security(settings, host))
 
 
-async def serve_http(settings: Settings, host: str, port: int, stateless: bool, json_response: bool = True) -> None:
+async def serve_http(
+    settings: Settings, host: str, port: int, stateless: bool, json_response: bool = True,
+    insecure_no_auth: bool = False,
+) -> None:
     """Serve streamable HTTP until stopped.
 
     ``json_response``: answer each POST with one ``application/json`` body rather than an SSE
@@ -39,10 +100,11 @@ async def serve_http(settings: Settings, host: str, port: int, stateless: bool, 
     specification (transports, streamable HTTP) requires clients to accept both.
 
     Raises:
-        ConfigError: the port could not be bound.
+        ConfigError: the port could not be bound, or a non-loopback ``host`` without auth (``check_binding``).
     """
     import uvicorn
 
+    check_binding(settings, host, insecure_no_auth)
     deps = Deps(settings)
     await deps.start()  # fail before listening: no healthy endpoint on a broken start
     await deps.ready()
