@@ -11,6 +11,7 @@ Units are in the names: ``_s`` seconds, ``_ms`` milliseconds, ``_chars`` charact
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -29,6 +30,7 @@ __all__ = [
     "HttpSettings",
     "LimitSettings",
     "LlmSettings",
+    "OAuthSettings",
     "RecallSettings",
     "Settings",
     "StdioSettings",
@@ -234,17 +236,61 @@ class TokenSettings(BaseModel):
         return self
 
 
+class OAuthSettings(BaseModel):
+    """OAuth 2.1 resource server (``[auth.oauth]``): access tokens issued by your authorization server."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+    issuer: str = Field(min_length=1, description="The authorization server; tokens' iss must equal it.")
+    audience: str = Field(min_length=1, description="Tokens' aud must contain it (often resource_url).")
+    resource_url: str = Field(
+        min_length=1, description="This server's public MCP URL (https://memory.example.com/mcp); RFC 9728 resource."
+    )
+    jwks_url: str | None = Field(None, description="JWT access tokens: the issuer's JSON Web Key Set.")
+    introspection_url: str | None = Field(None, description="Opaque tokens: the RFC 7662 introspection endpoint.")
+    client_id: str | None = Field(None, description="Introspection: this server's client id (HTTP Basic).")
+    client_secret: str | None = Field(None, description="Introspection: this server's client secret.")
+    algorithms: list[str] = Field(["RS256", "ES256", "PS256", "EdDSA"], min_length=1,
+                                  description="JWT signature algorithms accepted (never none or HMAC).")
+    required_scopes: list[str] = Field([], description="Scopes every token must carry.")
+    sessions: list[str] = Field(
+        ["user:{sub}:*"], min_length=1,
+        description="Session patterns a token may use; {claim} is replaced by that claim's value, literally.",
+    )
+    can_delete: bool = Field(False, description="Tokens may call delete_memory (in their own sessions).")
+    delete_scope: str | None = Field(None, description="When set, delete_memory also needs this scope.")
+    rate_limit_per_minute: int | None = Field(None, ge=1, description="Tool calls per minute per subject.")
+    jwks_cache_s: float = Field(300.0, gt=0, description="How long a fetched JWKS is reused.")
+    timeout_s: float = Field(10.0, gt=0, description="JWKS and introspection requests.")
+    leeway_s: float = Field(30.0, ge=0, description="Clock skew allowed on exp and nbf.")
+
+    @model_validator(mode="after")
+    def _one_method(self) -> OAuthSettings:
+        if (self.jwks_url is None) == (self.introspection_url is None):
+            raise ValueError("auth.oauth: give exactly one of jwks_url and introspection_url")
+        if self.introspection_url and not (self.client_id and self.client_secret):
+            raise ValueError("auth.oauth: introspection_url needs client_id and client_secret")
+        if any(a.upper().startswith("HS") or a.lower() == "none" for a in self.algorithms):
+            raise ValueError("auth.oauth.algorithms: only asymmetric algorithms (RS*, PS*, ES*, EdDSA)")
+        for template in self.sessions:
+            if re.search(r"\}\*", template):
+                raise ValueError(f"auth.oauth.sessions {template!r}: put a separator between a claim and '*' ({{sub}}:*)")
+            _session_patterns([re.sub(r"\{[^}]*\}", "x", template)])
+        return self
+
+
 class AuthSettings(BaseModel):
-    """Who may call over HTTP: static bearer tokens. Empty: nobody is asked."""
+    """Who may call over HTTP: static bearer tokens, an OAuth issuer, or both. Empty: nobody is asked."""
 
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     tokens: list[TokenSettings] = []
+    oauth: OAuthSettings | None = None
 
     @property
     def enabled(self) -> bool:
         """True when HTTP callers must present a token."""
-        return bool(self.tokens)
+        return bool(self.tokens) or self.oauth is not None
 
     @model_validator(mode="after")
     def _unique_names(self) -> AuthSettings:

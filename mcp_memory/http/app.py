@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from urllib.parse import urlsplit
 
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
@@ -43,7 +44,7 @@ def check_binding(settings: Settings, host: str, insecure_no_auth: bool) -> None
         raise ConfigError(
             f"refusing to serve on {host} without authentication: create a token with "
             "`mcp-memory token new --name NAME --sessions 'PATTERN'` and paste its [[auth.tokens]] entry into "
-            "config.toml, or pass --insecure-no-auth"
+            "config.toml (or configure [auth.oauth]), or pass --insecure-no-auth"
         )
     logger.warning("serving on %s WITHOUT authentication (--insecure-no-auth): anyone who reaches the port "
                    "can read and delete every session", host)
@@ -58,9 +59,12 @@ def transport_security(settings: Settings, host: str) -> TransportSecuritySettin
     """The SDK's Host and Origin checks, on for every bind address.
 
     Unset ``[http] allowed_hosts`` / ``allowed_origins`` default to the loopback names, the bind
-    address, each with and without a port, and their ``http``/``https`` origins. A request with another Host gets 421, another Origin 403.
+    address and the host of ``auth.oauth.resource_url``, each with and without a port, and
+    their ``http``/``https`` origins. A request with another Host gets 421, another Origin 403.
     """
     names = list(dict.fromkeys([*_LOOPBACK_NAMES, _bracketed(host)]))
+    if settings.auth.oauth is not None and (public := urlsplit(settings.auth.oauth.resource_url).hostname):
+        names.append(_bracketed(public))
     hosts = [h for n in names for h in (n, f"{n}:*")]
     origins = [f"{scheme}://{h}" for scheme in ("http", "https") for h in hosts]
     return TransportSecuritySettings(

@@ -18,9 +18,10 @@ from mcp.server.auth.settings import AuthSettings as SdkAuthSettings
 
 from mcp_memory.access import SessionScope
 from mcp_memory.gate import Caller, CallerToken
-from mcp_memory.settings import AuthSettings, TokenSettings
+from mcp_memory.http.oauth import OAuthVerifier
+from mcp_memory.settings import AuthSettings, Settings, TokenSettings
 
-__all__ = ["StaticTokens", "TokenVerifier", "new_token", "sdk_auth", "token_entry", "token_verifier"]
+__all__ = ["StaticTokens", "TokenVerifier", "describe_auth", "new_token", "sdk_auth", "token_entry", "token_verifier"]
 
 
 def _digest(token: str) -> bytes:
@@ -56,34 +57,50 @@ class StaticTokens:
 
 
 class TokenVerifier:
-    """The SDK's ``TokenVerifier`` over the static tokens."""
+    """The SDK's ``TokenVerifier``: a static token first, then an OAuth access token when configured."""
 
-    def __init__(self, static: StaticTokens) -> None:
+    def __init__(self, static: StaticTokens, oauth: OAuthVerifier | None) -> None:
         self.static = static
+        self.oauth = oauth
 
     async def verify_token(self, token: str) -> CallerToken | None:
         """The verified token with its Caller, or None (the SDK then answers HTTP 401)."""
         if not token or len(token) > 16_384:
             return None
-        return self.static.find(token)
+        found = self.static.find(token)
+        if found is None and self.oauth is not None:
+            found = await self.oauth.verify(token)
+        return found
 
 
 def token_verifier(auth: AuthSettings) -> TokenVerifier | None:
     """The verifier for these settings, or None when HTTP has no authentication."""
     if not auth.enabled:
         return None
-    return TokenVerifier(StaticTokens(auth.tokens, []))
+    scopes = auth.oauth.required_scopes if auth.oauth else []
+    return TokenVerifier(StaticTokens(auth.tokens, scopes), OAuthVerifier(auth.oauth) if auth.oauth else None)
 
 
 def sdk_auth(auth: AuthSettings) -> SdkAuthSettings | None:
     """The SDK's AuthSettings for these settings, or None when HTTP has no authentication.
 
-    Static tokens: no resource URL, so the SDK serves no discovery route and its 401 challenge
-    names no metadata; the issuer URL it requires is then never served or sent.
+    With ``[auth.oauth]``: the resource URL (RFC 9728 metadata at
+    ``/.well-known/oauth-protected-resource/...`` and in the 401 challenge), the issuer as the
+    authorization server, the required scopes (403 ``insufficient_scope`` without them).
+    Static tokens alone: no resource URL, so the SDK serves no discovery route and its 401
+    challenge names no metadata; the issuer URL it requires is then never served or sent.
     """
     if not auth.enabled:
         return None
-    return SdkAuthSettings(issuer_url="http://localhost", resource_server_url=None)  # type: ignore[arg-type]
+    oauth = auth.oauth
+    if oauth is None:
+        return SdkAuthSettings(issuer_url="http://localhost", resource_server_url=None)  # type: ignore[arg-type]
+    return SdkAuthSettings(
+        issuer_url=oauth.issuer,  # type: ignore[arg-type]
+        resource_server_url=oauth.resource_url,  # type: ignore[arg-type]
+        required_scopes=oauth.required_scopes or None,
+        validate_token_resource=False,  # OAuthVerifier checks aud itself
+    )
 
 
 def new_token() -> str:
@@ -105,3 +122,29 @@ def token_entry(token: str, name: str, sessions: list[str], can_delete: bool, ra
     if rate_limit_per_minute is not None:
         lines.append(f"rate_limit_per_minute = {rate_limit_per_minute}")
     return "\n".join(lines)
+
+
+def describe_auth(settings: Settings) -> list[str]:
+    """``doctor``'s lines about who may call: token names and their patterns, never a secret.
+
+    A token kept in plain text (``token = ...``) gets a warning with the ``token_sha256`` line
+    to put in its place (a hash, which is what the config should hold anyway).
+    """
+    auth = settings.auth
+    lines = [f"stdio sessions: {', '.join(SessionScope.parse(settings.stdio.sessions).patterns())}"]
+    if not auth.enabled:
+        lines.append("http auth: none (only a loopback --host, or --insecure-no-auth)")
+    for entry in auth.tokens:
+        scope = SessionScope.parse(entry.sessions).patterns()
+        rate = f", {entry.rate_limit_per_minute} calls/min" if entry.rate_limit_per_minute else ""
+        lines.append(f"token {entry.name!r}: sessions {', '.join(scope)}; "
+                     f"{'can' if entry.can_delete else 'cannot'} delete{rate}")
+        if entry.token is not None:
+            lines.append(f"WARNING: token {entry.name!r} is kept in plain text in the config; replace its token "
+                         f'line with token_sha256 = "{hashlib.sha256(entry.token.encode()).hexdigest()}"')
+    if auth.oauth is not None:
+        o = auth.oauth
+        lines.append(f"oauth: issuer {o.issuer}, audience {o.audience}, resource {o.resource_url}, "
+                     f"{'jwks ' + o.jwks_url if o.jwks_url else 'introspection ' + str(o.introspection_url)}; "
+                     f"sessions {', '.join(o.sessions)}; scopes {', '.join(o.required_scopes) or 'none required'}")
+    return lines
