@@ -18,7 +18,15 @@ import asyncpg
 import httpx
 import pytest
 from bearer import INITIALIZE, mcp_url, post, sha256, token_client, write_config
-from processes import Spawner, create_database, drop_database, free_port, exercise_every_tool, sdk_caller
+from processes import (  # noqa: F401 - spawn is a fixture
+    Spawner,
+    create_database,
+    drop_database,
+    exercise_every_tool,
+    free_port,
+    sdk_caller,
+    spawn,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -110,9 +118,20 @@ async def test_health_needs_no_token(served: Served) -> None:
     assert response.status_code == 200 and response.json()["status"] == "ready"
 
 
-async def test_every_tool_works_with_a_token_for_all_sessions(served: Served) -> None:
-    async with token_client(served.port, ADMIN) as client:
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_every_tool_works_with_a_token_for_all_sessions(served: Served, mode: str) -> None:
+    async with token_client(served.port, ADMIN, mode) as client:
         await exercise_every_tool(sdk_caller(client), f"s-auth-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_the_token_decides_the_scope_in_both_protocol_eras(served: Served, mode: str) -> None:
+    async with token_client(served.port, ALPHA, mode) as alpha:
+        refused = await alpha.call_tool("store_memory", {"session": "team:beta:x", "content": "x"})
+        assert refused.is_error and "this token may not use this session" in refused.content[0].text
+        allowed = await alpha.call_tool("store_memory", {"session": "team:alpha:era", "content": f"era {mode}"})
+        assert not allowed.is_error, allowed.content
+    assert await served.contents("team:beta:x") == []
 
 
 async def test_a_token_reaches_only_the_sessions_of_its_patterns(served: Served) -> None:
@@ -191,3 +210,19 @@ async def test_a_token_config_with_a_bad_pattern_or_two_secrets_does_not_start(t
                               env=server_env(tmp_path / "data"), capture_output=True, text=True, timeout=60)
         assert done.returncode == 2, done.stderr
         assert done.stderr.startswith("mcp-memory: invalid settings: auth"), done.stderr
+
+
+async def test_a_stateless_server_checks_the_token_on_every_request(
+    pg_url: str, tmp_path: Path, spawn: Spawner
+) -> None:
+    config = write_config(tmp_path / "config.toml", TOKENS)
+    port = free_port()
+    server = spawn.http(spawn.data_dir(), port, "--stateless", "--config", str(config), MCP_MEMORY_DATABASE_URL=pg_url)
+    server.wait_healthy(port)
+    assert _initialize(port, {}).status_code == 401
+    assert _initialize(port, {"Authorization": "Bearer wrong-token"}).status_code == 401
+    async with token_client(port, ALPHA) as alpha:
+        refused = await alpha.call_tool("recall_memory", {"session": "team:beta:x", "query": "x"})
+        assert refused.is_error and "this token may not use this session" in refused.content[0].text
+        allowed = await alpha.call_tool("recall_memory", {"session": "team:alpha:x", "query": "x"})
+        assert not allowed.is_error, allowed.content
