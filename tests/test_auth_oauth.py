@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-import anyio
 import httpx
 import jwt
 import pytest
@@ -38,9 +37,9 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+async def served(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
     logs = tmp_path_factory.mktemp("auth-oauth")
-    db_url = anyio.run(create_database, pg_url)
+    db_url = await create_database(pg_url)
     issuer = Issuer()
     spawner = Spawner(logs)
     try:
@@ -59,7 +58,7 @@ def served(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Se
     finally:
         spawner.close()
         issuer.close()
-        anyio.run(drop_database, pg_url, db_url)
+        await drop_database(pg_url, db_url)
 
 
 async def test_two_users_of_one_server_get_private_namespaces(served: Served) -> None:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import anyio
 import asyncpg
 import httpx
 import pytest
@@ -57,9 +56,9 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+async def served(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
     logs = tmp_path_factory.mktemp("auth-tokens")
-    db_url = anyio.run(create_database, pg_url)
+    db_url = await create_database(pg_url)
     spawner = Spawner(logs)
     try:
         config = write_config(logs / "config.toml", TOKENS)
@@ -69,7 +68,7 @@ def served(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Se
         yield Served(port, db_url)
     finally:
         spawner.close()
-        anyio.run(drop_database, pg_url, db_url)
+        await drop_database(pg_url, db_url)
 
 
 def _initialize(port: int, headers: dict[str, str]) -> httpx.Response:
