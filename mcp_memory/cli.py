@@ -1,4 +1,4 @@
-"""The command line: ``mcp-memory serve`` (stdio or streamable HTTP) and ``mcp-memory doctor``."""
+"""The command line: ``mcp-memory serve`` (stdio or streamable HTTP), ``doctor`` and ``token new``."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from pydantic import ValidationError
 from mcp_memory import __version__
 from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError, McpMemoryError
+from mcp_memory.http.app import serve_http
+from mcp_memory.http.auth import describe_auth, new_token, token_entry
 from mcp_memory.server import build_server
 from mcp_memory.settings import Settings
 
@@ -53,11 +55,27 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=None, help="HTTP port (default 8020)")
     serve.add_argument("--stateless", action="store_true",
                        help="HTTP without MCP sessions: every request stands alone (for load balancers)")
+    serve.add_argument("--insecure-no-auth", action="store_true",
+                       help="HTTP: serve a non-loopback --host without any token (logs a WARNING); never on a network "
+                       "you do not trust")
     body = serve.add_mutually_exclusive_group()
     body.add_argument("--sse", action="store_true",
                       help="HTTP: answer each request with an SSE stream instead of one JSON body")
     body.add_argument("--json-response", action="store_true",
                       help="HTTP: one JSON body per request (the default; kept for older command lines)")
+    token = commands.add_parser("token", help="bearer tokens for HTTP clients",
+                                description="Bearer tokens for the HTTP transport ([[auth.tokens]] in config.toml).")
+    token_commands = token.add_subparsers(dest="token_command", required=True)
+    new = token_commands.add_parser(
+        "new", help="print a fresh random token once, and the [[auth.tokens]] entry (its SHA-256) to paste",
+        description="Print a fresh random token (shown once: give it to the client) and the [[auth.tokens]] entry "
+        "to paste into config.toml, which holds only the token's SHA-256.")
+    new.add_argument("--name", required=True, help="a label for logs and doctor (not a secret)")
+    new.add_argument("--sessions", action="append", required=True, metavar="PATTERN",
+                     help="sessions it may use: an exact name, a prefix ending in '*' (team:alpha:*), or '*' for all; "
+                     "repeat for several")
+    new.add_argument("--can-delete", action="store_true", help="may call delete_memory")
+    new.add_argument("--rate-limit-per-minute", type=int, default=None, metavar="N", help="tool calls per minute")
     commands.add_parser("doctor", parents=[common], help="start the database and the model once, print what was "
                         "found, and exit", description="Start the database (embedded or external) and load the "
                         "embedding model once, print the data directory, database, model and LLM, and exit.")
@@ -75,35 +93,6 @@ def _configure_logging(level: str) -> None:
 # uvloop (libuv) for the HTTP server's event loop, and uvicorn picks httptools over h11 by itself:
 # recall p50 1.07x at 10k memories, same run (benchmarks/RESULTS.md). Not on Windows.
 _HAVE_UVLOOP = importlib.util.find_spec("uvloop") is not None
-
-
-async def _serve_http(settings: Settings, host: str, port: int, stateless: bool, json_response: bool = True) -> None:
-    """Serve streamable HTTP until stopped.
-
-    ``json_response``: answer each POST with one ``application/json`` body rather than an SSE
-    stream. No tool sends anything before its result, so the stream only cost time: 1.05-1.06x p50
-    with one client and 1.12-1.15x recalls/s at concurrency 10 (benchmarks/RESULTS.md); the MCP
-    specification (transports, streamable HTTP) requires clients to accept both.
-    """
-    import uvicorn
-
-    deps = Deps(settings)
-    await deps.start()  # fail before listening: no healthy endpoint on a broken start
-    await deps.ready()
-    server = build_server(settings, deps)
-    app = server.streamable_http_app(stateless_http=stateless, json_response=json_response, host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    http = uvicorn.Server(config)
-    logger.info("serving MCP at http://%s:%d/mcp (health at /health)", host, port)
-    try:
-        await http.serve()
-    except SystemExit:
-        if http.started:
-            raise
-    finally:
-        await deps.close()
-    if not http.started:  # uvicorn logs the bind error and exits instead of raising it
-        raise ConfigError(f"could not listen on {host}:{port} (see the error above); pick another --port")
 
 
 class _StdinLines:
@@ -168,6 +157,8 @@ async def _doctor(settings: Settings) -> None:
     print(f"database: {'external' if settings.database_url else 'embedded'}")
     print(f"embedding model: {ready.embedder.model} ({ready.embedder.dim} dims; {ready.embedder.variant})")
     print(f"llm: {settings.llm.base_url or 'none'}")
+    for line in describe_auth(settings):
+        print(line)
     await deps.close()
 
 
@@ -197,6 +188,8 @@ def _load_settings(config: Path | None) -> Settings:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (2 on a start-up error)."""
     args = _parser().parse_args(argv)
+    if args.command == "token":
+        return _new_token(args)
     try:
         settings = _load_settings(getattr(args, "config", None))
         if getattr(args, "log_level", None):
@@ -207,12 +200,14 @@ def main(argv: list[str] | None = None) -> int:
             anyio.run(_doctor, settings)
         elif args.transport == "http":
             anyio.run(
-                _serve_http, settings, args.host or "127.0.0.1", args.port or 8020, args.stateless, not args.sse,
+                serve_http, settings, args.host or "127.0.0.1", args.port or 8020, args.stateless, not args.sse,
+                args.insecure_no_auth,
                 backend_options={"use_uvloop": _HAVE_UVLOOP},
             )
         else:
             http_only = [flag for flag, given in (("--host", args.host is not None), ("--port", args.port is not None),
-                         ("--stateless", args.stateless), ("--sse", args.sse), ("--json-response", args.json_response))
+                         ("--stateless", args.stateless), ("--insecure-no-auth", args.insecure_no_auth),
+                         ("--sse", args.sse), ("--json-response", args.json_response))
                          if given]
             if http_only:  # stdio would ignore them, and a client would wait on a port nobody opened
                 raise ConfigError(f"{', '.join(http_only)} only apply to --transport http")
@@ -229,6 +224,26 @@ def main(argv: list[str] | None = None) -> int:
         for error in known:
             print(f"mcp-memory: {error}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _new_token(args: argparse.Namespace) -> int:
+    """``mcp-memory token new``: the token on stdout once, then the entry to paste."""
+    from mcp_memory.access import SessionScope
+
+    try:
+        SessionScope.parse(args.sessions)
+    except ValueError as exc:
+        print(f"mcp-memory: --sessions: {exc}", file=sys.stderr)
+        return 2
+    if not args.name.strip() or (args.rate_limit_per_minute is not None and args.rate_limit_per_minute < 1):
+        print("mcp-memory: --name must not be blank and --rate-limit-per-minute must be at least 1", file=sys.stderr)
+        return 2
+    token = new_token()
+    print(f"Token for {args.name!r} (shown only now; give it to the client as the header "
+          f"'Authorization: Bearer <token>'):\n{token}\n")
+    print("Paste this into config.toml (it holds only the token's SHA-256) and restart the server:\n")
+    print(token_entry(token, args.name, args.sessions, args.can_delete, args.rate_limit_per_minute))
     return 0
 
 

@@ -3,6 +3,8 @@
     McpMemoryError                 base; its message is what an agent or operator reads
     ├── InvalidInput               a tool argument broke a rule; names the field and the limit
     ├── NotFound                   a named thing does not exist in the caller's session
+    ├── Forbidden                  the caller's token may not use this session or this tool
+    ├── RateLimited                the caller's token made too many calls; says when to retry
     ├── ConfigError                settings that cannot work (bad URL, missing model, ...)
     ├── SchemaError                the database does not fit this server (pgvector too old, model changed)
     └── ProviderError              an outside service failed
@@ -25,11 +27,13 @@ __all__ = [
     "ConfigError",
     "DatabaseUnavailable",
     "EmbeddingError",
+    "Forbidden",
     "InvalidInput",
     "MalformedReply",
     "McpMemoryError",
     "NotFound",
     "ProviderError",
+    "RateLimited",
     "SchemaError",
 ]
 
@@ -48,6 +52,18 @@ class InvalidInput(McpMemoryError, ValueError):
 
 class NotFound(McpMemoryError, LookupError):
     """A memory or other named thing does not exist in the caller's session."""
+
+
+class Forbidden(McpMemoryError, PermissionError):
+    """The caller's token may not do this: a session outside its patterns, or a delete without can_delete."""
+
+
+class RateLimited(McpMemoryError):
+    """The caller's token went over its calls per minute; ``retry_after_s`` says when one more is allowed."""
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(message)
 
 
 class ConfigError(McpMemoryError):

@@ -12,6 +12,8 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 import anyio
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings as SdkAuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
@@ -26,6 +28,7 @@ from mcp_memory.pipeline.audit import list_audits as read_audits
 from mcp_memory.pipeline.audit import record
 from mcp_memory.deps import Deps
 from mcp_memory.errors import InvalidInput
+from mcp_memory.gate import Gate
 from mcp_memory.models import AuditList, DeleteResult, RecallResult, StoreResult, UsageStats
 from mcp_memory.pipeline.recall import recall
 from mcp_memory.schema import inline_refs
@@ -45,7 +48,7 @@ INSTRUCTIONS = (
 )
 
 
-def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
+def _tools(settings: Settings, deps: Deps, gate: Gate) -> list[Callable[..., Any]]:
     limits = settings.limits
     Session = Annotated[
         str,
@@ -92,6 +95,7 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
         older ones (Alice moved from Berlin to Lisbon), name them in supersedes: they are kept as history
         and marked superseded; `superseded` lists what this call marked.
         """
+        gate.admit(session)
         ready = await deps.ready()
         return await store(ready, session, content, occurred_at, metadata, importance, supersedes)
 
@@ -121,6 +125,7 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
         the server has an answer model, `answer` holds an answer written only from the returned (cited) memories,
         or a fixed refusal when they do not support one; otherwise `answer` is null.
         """
+        gate.admit(session)
         ready = await deps.ready()
         return await recall(ready, session, query, top_k, include_superseded)
 
@@ -136,6 +141,7 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
 
         Deleted memories are never recalled again. Every delete is audited in the session.
         """
+        gate.admit(session, delete=True)
         ready = await deps.ready()
         check_session(session, limits)
         if all and memory_id is not None:  # one memory was meant, or all: never guess which
@@ -167,6 +173,7 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
     ) -> AuditList:
         """List a session's audit trail, newest first: recalls (query, candidates, answer, timings), deletes and
         the LLM's supersession decisions on store."""
+        gate.admit(session)
         ready = await deps.ready()
         check_session(session, limits)
         if not 1 <= limit <= 100:
@@ -180,6 +187,7 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
     ) -> UsageStats:
         """LLM token use by operation (plan, answer, supersede): calls, prompt, cached, uncached, completion and
         reasoning tokens, cache-hit rate, errors. Empty until an LLM is configured and used."""
+        gate.admit(None)
         ready = await deps.ready()
         return await read_usage(ready.repository, reset)
 
@@ -225,13 +233,22 @@ def _tool(fn: Callable[..., Any]) -> Tool:
     return tool
 
 
-def build_server(settings: Settings, deps: Deps | None = None) -> MCPServer:
+def build_server(
+    settings: Settings,
+    deps: Deps | None = None,
+    *,
+    gate: Gate | None = None,
+    auth: SdkAuthSettings | None = None,
+    token_verifier: TokenVerifier | None = None,
+) -> MCPServer:
     """Build the MCP server.
 
     Args:
         settings: the configuration.
         deps: started resources to share (tests, several servers in one process); when None
             the server starts its own in the background at start-up and closes them on exit.
+        gate: who may use which session; None: stdio's rules (``[stdio] sessions``).
+        auth, token_verifier: the SDK's bearer-token wiring for HTTP (``mcp_memory.http.auth``).
 
     Returns:
         An MCPServer; run it with ``run_stdio_async`` or serve ``streamable_http_app()``.
@@ -256,8 +273,10 @@ def build_server(settings: Settings, deps: Deps | None = None) -> MCPServer:
         version=__version__,
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
-        tools=[_tool(fn) for fn in _tools(settings, resources)],
+        tools=[_tool(fn) for fn in _tools(settings, resources, gate or Gate.for_stdio(settings))],
         log_level=settings.log_level,
+        auth=auth,
+        token_verifier=token_verifier,
     )
 
     @server.custom_route("/health", methods=["GET"])

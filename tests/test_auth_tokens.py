@@ -1,0 +1,227 @@
+"""Static bearer tokens over real HTTP: who may call, which sessions, delete, rate limits.
+
+One ``mcp-memory serve --transport http`` process with ``[[auth.tokens]]`` in its config, on a
+database of its own; memories are checked in PostgreSQL directly, so "nothing executed" means
+no row.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+from bearer import INITIALIZE, mcp_url, post, sha256, token_client, write_config
+from processes import (  # noqa: F401 - spawn is a fixture
+    Spawner,
+    create_database,
+    drop_database,
+    exercise_every_tool,
+    free_port,
+    sdk_caller,
+    spawn,
+)
+
+pytestmark = pytest.mark.anyio
+
+ALPHA = "alpha-" + "a" * 40   # team:alpha:*, no delete
+DELETER = "deleter-" + "d" * 40  # team:alpha:*, can delete; a plain `token` key in the config
+ADMIN = "admin-" + "z" * 40   # *, can delete
+LIMITED = "limited-" + "l" * 40  # rl:*, 2 calls per minute
+TOKENS = [
+    {"name": "alpha", "token_sha256": sha256(ALPHA), "sessions": ["team:alpha:*"]},
+    {"name": "deleter", "token": DELETER, "sessions": ["team:alpha:*"], "can_delete": True},
+    {"name": "admin", "token_sha256": sha256(ADMIN), "sessions": ["*"], "can_delete": True},
+    {"name": "limited", "token_sha256": sha256(LIMITED), "sessions": ["rl:*"], "rate_limit_per_minute": 2},
+]
+
+
+@dataclass
+class Served:
+    port: int
+    db_url: str
+
+    async def contents(self, session: str) -> list[str]:
+        connection = await asyncpg.connect(self.db_url)
+        try:
+            rows = await connection.fetch("SELECT content FROM memories WHERE session = $1 ORDER BY content", session)
+        finally:
+            await connection.close()
+        return [row["content"] for row in rows]
+
+
+@pytest.fixture(scope="module")
+async def served(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
+    logs = tmp_path_factory.mktemp("auth-tokens")
+    db_url = await create_database(pg_url)
+    spawner = Spawner(logs)
+    try:
+        config = write_config(logs / "config.toml", TOKENS)
+        port = free_port()
+        server = spawner.http(spawner.data_dir(), port, "--config", str(config), MCP_MEMORY_DATABASE_URL=db_url)
+        server.wait_healthy(port)
+        yield Served(port, db_url)
+    finally:
+        spawner.close()
+        await drop_database(pg_url, db_url)
+
+
+def _initialize(port: int, headers: dict[str, str]) -> httpx.Response:
+    return post(port, INITIALIZE, headers)
+
+
+@pytest.mark.parametrize("authorization", [
+    None, "Bearer", "Bearer wrong-token", f"Basic {ALPHA}", f"Bearer {ALPHA}x", f"Bearer {ALPHA[:-1]}",
+    f"Bearer {sha256(ALPHA)}", "Bearer \u00e9t\u00e9 \U0001f511".encode(), f"bearer{ALPHA}",
+])
+async def test_a_request_without_a_known_bearer_token_gets_401(served: Served, authorization: str | bytes | None) -> None:
+    headers = {} if authorization is None else {"Authorization": authorization}
+    response = _initialize(served.port, headers)
+    assert response.status_code == 401, response.text
+    assert response.headers["www-authenticate"].startswith("Bearer ")
+    assert "mcp-session-id" not in response.headers
+
+
+async def test_a_tool_call_with_a_wrong_token_on_a_live_session_runs_nothing(served: Served) -> None:
+    """The MCP session was opened with a good token; the call itself carries a bad one."""
+    session = f"team:alpha:{uuid.uuid4().hex[:8]}"
+    opened = _initialize(served.port, {"Authorization": f"Bearer {ALPHA}"})
+    assert opened.status_code == 200, opened.text
+    session_id = opened.headers["mcp-session-id"]
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "store_memory", "arguments": {"session": session, "content": "should not be stored"}}}
+    for bad in ({}, {"Authorization": "Bearer wrong-token"}, {"Authorization": f"Bearer {ALPHA}!"}):
+        assert post(served.port, call, bad, session_id).status_code == 401
+    # a good token of another caller cannot use alpha's MCP session either (the SDK binds it to its creator)
+    assert post(served.port, call, {"Authorization": f"Bearer {ADMIN}"}, session_id).status_code == 404
+    assert await served.contents(session) == []
+
+
+async def test_a_static_token_server_advertises_no_oauth_discovery(served: Served) -> None:
+    """Clients that find discovery metadata drop their configured Authorization header."""
+    base = f"http://127.0.0.1:{served.port}"
+    for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
+                 "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):
+        assert httpx.get(base + path, timeout=10).status_code == 404, path
+    challenge = _initialize(served.port, {}).headers["www-authenticate"]
+    assert "resource_metadata" not in challenge
+
+
+async def test_health_needs_no_token(served: Served) -> None:
+    response = httpx.get(f"http://127.0.0.1:{served.port}/health", timeout=10)
+    assert response.status_code == 200 and response.json()["status"] == "ready"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_every_tool_works_with_a_token_for_all_sessions(served: Served, mode: str) -> None:
+    async with token_client(served.port, ADMIN, mode) as client:
+        await exercise_every_tool(sdk_caller(client), f"s-auth-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_the_token_decides_the_scope_in_both_protocol_eras(served: Served, mode: str) -> None:
+    async with token_client(served.port, ALPHA, mode) as alpha:
+        refused = await alpha.call_tool("store_memory", {"session": "team:beta:x", "content": "x"})
+        assert refused.is_error and "this token may not use this session" in refused.content[0].text
+        allowed = await alpha.call_tool("store_memory", {"session": "team:alpha:era", "content": f"era {mode}"})
+        assert not allowed.is_error, allowed.content
+    assert await served.contents("team:beta:x") == []
+
+
+async def test_a_token_reaches_only_the_sessions_of_its_patterns(served: Served) -> None:
+    own = f"team:alpha:{uuid.uuid4().hex[:8]}"
+    other = f"team:beta:{uuid.uuid4().hex[:8]}"
+    async with token_client(served.port, ADMIN) as admin:
+        stored = await admin.call_tool("store_memory", {"session": other, "content": "beta launch code is 7781"})
+        assert not stored.is_error
+        beta_id = stored.structured_content["memory_id"]
+    async with token_client(served.port, ALPHA) as alpha:
+        mine = await alpha.call_tool("store_memory", {"session": own, "content": "alpha standup at 9:15"})
+        assert not mine.is_error, mine.content
+        recalled = await alpha.call_tool("recall_memory", {"session": own, "query": "standup"})
+        assert [m["content"] for m in recalled.structured_content["memories"]] == ["alpha standup at 9:15"]
+        looks_alike = ["team:alpha", "Team:alpha:x", "team:alpha\u200b:x", "*", "team:alph*", "team:%", other,
+                       " team:alpha:x"]
+        calls = [(name, {"session": s, **extra}) for s in looks_alike for name, extra in (
+            ("store_memory", {"content": "sneaked in"}), ("recall_memory", {"query": "launch code"}),
+            ("list_audits", {}), ("delete_memory", {"all": True, "confirm": s}))]
+        calls.append(("delete_memory", {"session": other, "memory_id": beta_id}))
+        for name, arguments in calls:
+            result = await alpha.call_tool(name, arguments)
+            text = result.content[0].text
+            assert result.is_error, (name, arguments)
+            assert "this token may not use this session" in text
+            assert "beta" not in text and "alpha" not in text and "7781" not in text, text
+    for session in looks_alike:
+        assert await served.contents(session) == ([] if session != other else ["beta launch code is 7781"])
+
+
+async def test_delete_memory_needs_can_delete(served: Served) -> None:
+    session = f"team:alpha:{uuid.uuid4().hex[:8]}"
+    async with token_client(served.port, ALPHA) as alpha:
+        memory_id = (await alpha.call_tool("store_memory", {"session": session, "content": "keep me"})
+                     ).structured_content["memory_id"]
+        for arguments in ({"memory_id": memory_id}, {"all": True, "confirm": session}):
+            refused = await alpha.call_tool("delete_memory", {"session": session, **arguments})
+            assert refused.is_error and "may not delete" in refused.content[0].text
+    assert await served.contents(session) == ["keep me"]
+    async with token_client(served.port, DELETER) as deleter:  # the plain `token` key works too
+        deleted = await deleter.call_tool("delete_memory", {"session": session, "memory_id": memory_id})
+        assert deleted.structured_content == {"deleted": True, "count": 1}
+    assert await served.contents(session) == []
+
+
+async def test_a_token_over_its_rate_limit_gets_a_tool_error_saying_when_to_retry(served: Served) -> None:
+    session = f"rl:{uuid.uuid4().hex[:8]}"
+    async with token_client(served.port, LIMITED) as limited:
+        for i in range(2):
+            assert not (await limited.call_tool("store_memory", {"session": session, "content": f"fact {i}"})).is_error
+        refused = await limited.call_tool("store_memory", {"session": session, "content": "one too many"})
+        assert refused.is_error
+        match = re.search(r"retry in (\d+) s", refused.content[0].text)
+        assert match is not None, refused.content[0].text
+        assert 1 <= int(match.group(1)) <= 30  # 2 per minute: one call is free again within 30 s
+        assert (await limited.call_tool("usage_stats", {})).is_error  # every tool counts
+    assert await served.contents(session) == ["fact 0", "fact 1"]
+    async with token_client(served.port, ADMIN) as admin:  # other tokens have buckets of their own
+        assert not (await admin.call_tool("recall_memory", {"session": session, "query": "fact"})).is_error
+
+
+async def test_a_token_config_with_a_bad_pattern_or_two_secrets_does_not_start(tmp_path: Path) -> None:
+    from processes import MCP_MEMORY, server_env
+    import subprocess
+
+    cases = [
+        [{"name": "x", "token_sha256": sha256(ALPHA), "sessions": ["a*b"]}],
+        [{"name": "x", "token_sha256": sha256(ALPHA), "token": ALPHA, "sessions": ["*"]}],
+        [{"name": "x", "token_sha256": "abc", "sessions": ["*"]}],
+        [{"name": "x", "token_sha256": sha256(ALPHA), "sessions": ["*"]},
+         {"name": "x", "token_sha256": sha256(ADMIN), "sessions": ["*"]}],
+    ]
+    for i, tokens in enumerate(cases):
+        config = write_config(tmp_path / f"c{i}.toml", tokens)
+        done = subprocess.run([MCP_MEMORY, "--config", str(config), "serve", "--transport", "http"],
+                              env=server_env(tmp_path / "data"), capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith("mcp-memory: invalid settings: auth"), done.stderr
+
+
+async def test_a_stateless_server_checks_the_token_on_every_request(
+    pg_url: str, tmp_path: Path, spawn: Spawner
+) -> None:
+    config = write_config(tmp_path / "config.toml", TOKENS)
+    port = free_port()
+    server = spawn.http(spawn.data_dir(), port, "--stateless", "--config", str(config), MCP_MEMORY_DATABASE_URL=pg_url)
+    server.wait_healthy(port)
+    assert _initialize(port, {}).status_code == 401
+    assert _initialize(port, {"Authorization": "Bearer wrong-token"}).status_code == 401
+    async with token_client(port, ALPHA) as alpha:
+        refused = await alpha.call_tool("recall_memory", {"session": "team:beta:x", "query": "x"})
+        assert refused.is_error and "this token may not use this session" in refused.content[0].text
+        allowed = await alpha.call_tool("recall_memory", {"session": "team:alpha:x", "query": "x"})
+        assert not allowed.is_error, allowed.content
