@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from mcp_memory import __version__
+from mcp_memory.access import ALL_SESSIONS
 from mcp_memory.pipeline.audit import AUDIT_KINDS
 from mcp_memory.pipeline.audit import list_audits as read_audits
 from mcp_memory.pipeline.audit import record
@@ -162,7 +163,7 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
         = 20,
         kind: Annotated[
             str | None,
-            Field(description="Only rows of this kind: recall, delete, delete_session, supersede, usage_reset."),
+            Field(description="Only rows of this kind: recall, delete, delete_session, supersede."),
         ] = None,
     ) -> AuditList:
         """List a session's audit trail, newest first: recalls (query, candidates, answer, timings), deletes and
@@ -175,13 +176,12 @@ def _tools(settings: Settings, deps: Deps) -> list[Callable[..., Any]]:
             raise InvalidInput("kind", f"must be one of {', '.join(AUDIT_KINDS)}; got {kind!r}")
         return await read_audits(ready.repository, session, limit, kind, limits.max_response_chars)
 
-    async def usage_stats(
-        reset: Annotated[bool, Field(description="Zero the totals after reading them (audited).")] = False,
-    ) -> UsageStats:
-        """LLM token use by operation (plan, answer, supersede): calls, prompt, cached, uncached, completion and
-        reasoning tokens, cache-hit rate, errors. Empty until an LLM is configured and used."""
+    async def usage_stats() -> UsageStats:
+        """LLM token use by operation (plan, answer, supersede) in the sessions you may use: calls, prompt, cached,
+        uncached, completion and reasoning tokens, cache-hit rate, errors. Empty until an LLM is configured and
+        used. Read-only; the operator clears the totals with `mcp-memory usage --reset`."""
         ready = await deps.ready()
-        return await read_usage(ready.repository, reset)
+        return await read_usage(ready.repository, ALL_SESSIONS)  # the caller's scope once tokens carry one
 
     return [store_memory, recall_memory, delete_memory, list_audits, usage_stats]
 

@@ -71,7 +71,9 @@ def _fence(candidate: Candidate) -> str:
     return f"<memory {attributes}>\n{body}\n</memory>"
 
 
-async def answer(question: str, candidates: list[Candidate], llm: LlmClient, refusal: str) -> Answer:
+async def answer(
+    question: str, candidates: list[Candidate], llm: LlmClient, refusal: str, *, session: str
+) -> Answer:
     """Answer ``question`` from ``candidates`` (best first) and name the memories used.
 
     Returns:
@@ -85,7 +87,7 @@ async def answer(question: str, candidates: list[Candidate], llm: LlmClient, ref
     memories = "\n".join(_fence(candidate) for candidate in candidates)
     user = f"Memories:\n{memories}\n\nQuestion: {question}"
     try:
-        reply = await llm.complete_json("answer", _SYSTEM, user, "cited_answer", ANSWER_SCHEMA)
+        reply = await llm.complete_json("answer", _SYSTEM, user, "cited_answer", ANSWER_SCHEMA, session=session)
     except MalformedReply as exc:
         logger.info("answer reply unusable: %s", exc)
         return Answer(text=refusal, answerable=False, note=f"answer model reply unusable: {exc}")
