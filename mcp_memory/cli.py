@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from mcp_memory import __version__
 from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError, McpMemoryError
+from mcp_memory.http.app import serve_http
 from mcp_memory.server import build_server
 from mcp_memory.settings import Settings
 
@@ -83,35 +84,6 @@ def _configure_logging(level: str) -> None:
 # uvloop (libuv) for the HTTP server's event loop, and uvicorn picks httptools over h11 by itself:
 # recall p50 1.07x at 10k memories, same run (benchmarks/RESULTS.md). Not on Windows.
 _HAVE_UVLOOP = importlib.util.find_spec("uvloop") is not None
-
-
-async def _serve_http(settings: Settings, host: str, port: int, stateless: bool, json_response: bool = True) -> None:
-    """Serve streamable HTTP until stopped.
-
-    ``json_response``: answer each POST with one ``application/json`` body rather than an SSE
-    stream. No tool sends anything before its result, so the stream only cost time: 1.05-1.06x p50
-    with one client and 1.12-1.15x recalls/s at concurrency 10 (benchmarks/RESULTS.md); the MCP
-    specification (transports, streamable HTTP) requires clients to accept both.
-    """
-    import uvicorn
-
-    deps = Deps(settings)
-    await deps.start()  # fail before listening: no healthy endpoint on a broken start
-    await deps.ready()
-    server = build_server(settings, deps)
-    app = server.streamable_http_app(stateless_http=stateless, json_response=json_response, host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    http = uvicorn.Server(config)
-    logger.info("serving MCP at http://%s:%d/mcp (health at /health)", host, port)
-    try:
-        await http.serve()
-    except SystemExit:
-        if http.started:
-            raise
-    finally:
-        await deps.close()
-    if not http.started:  # uvicorn logs the bind error and exits instead of raising it
-        raise ConfigError(f"could not listen on {host}:{port} (see the error above); pick another --port")
 
 
 class _StdinLines:
@@ -238,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             anyio.run(_usage, settings, args.sessions, args.reset)
         elif args.transport == "http":
             anyio.run(
-                _serve_http, settings, args.host or "127.0.0.1", args.port or 8020, args.stateless, not args.sse,
+                serve_http, settings, args.host or "127.0.0.1", args.port or 8020, args.stateless, not args.sse,
                 backend_options={"use_uvloop": _HAVE_UVLOOP},
             )
         else:

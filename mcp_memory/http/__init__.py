@@ -1,0 +1,1 @@
+"""The streamable HTTP transport: building and serving the Starlette app."""
