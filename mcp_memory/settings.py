@@ -23,7 +23,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-__all__ = ["EmbeddingSettings", "LimitSettings", "LlmSettings", "RecallSettings", "Settings", "SupersedeSettings"]
+__all__ = ["EmbeddingSettings", "HttpSettings", "LimitSettings", "LlmSettings", "RecallSettings", "Settings", "SupersedeSettings"]
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -190,6 +190,21 @@ class SupersedeSettings(BaseModel):
     )
 
 
+class HttpSettings(BaseModel):
+    """The streamable HTTP server (``serve --transport http``)."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
+
+    session_idle_timeout_s: float = Field(
+        600.0, gt=0, description="An MCP session with no request in flight for this long is closed (404 after), in seconds."
+    )
+    max_sessions: int = Field(1_000, ge=1, description="Open MCP sessions in total; past it a new session gets 503.")
+    max_sessions_per_client: int = Field(
+        32, ge=1, description="Open MCP sessions per client (bearer token, else address); one more closes its "
+        "least recently used session.",
+    )
+
+
 _ENV_PREFIX = "MCP_MEMORY_"
 # MCP_MEMORY_* variables that are not settings: the config file's path, and what the evals and the
 # test suite read.
@@ -221,6 +236,7 @@ class Settings(BaseSettings):
     llm: LlmSettings = LlmSettings()
     recall: RecallSettings = RecallSettings()
     supersede: SupersedeSettings = SupersedeSettings()
+    http: HttpSettings = HttpSettings()
 
     @classmethod
     def settings_customise_sources(
