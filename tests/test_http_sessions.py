@@ -17,6 +17,8 @@ import pytest
 from mcp import Client
 from processes import ServerProcess, Spawner, exercise_every_tool, free_port, sdk_caller, wait_until
 
+from mcp_memory.http.sessions import SessionBounds
+
 pytestmark = pytest.mark.anyio
 
 TIMEOUT_S = 60
@@ -102,3 +104,37 @@ async def test_an_idle_session_is_closed_after_the_configured_timeout(pg_url: st
     wait_until(lambda: f"Session {session_id} idle timeout" in server.stderr, 30, "the idle session to be closed")
     assert not _alive(port, session_id)
     assert _alive(port, _open(port))
+
+
+async def test_the_bound_forgets_sessions_the_sdk_has_expired_so_its_table_stays_small() -> None:
+    """Many clients of one session each: after the idle timeout the table holds only the new one."""
+    now = [0.0]
+    opened: list[str] = []
+
+    async def sdk_stand_in(scope: Any, receive: Any, send: Any) -> None:  # a new session id per POST without one
+        headers = []
+        if scope["method"] == "POST" and not any(k == b"mcp-session-id" for k, _ in scope["headers"]):
+            opened.append(uuid.uuid4().hex)
+            headers.append((b"mcp-session-id", opened[-1].encode()))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def post(bounds: SessionBounds, address: str) -> None:
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"{}", "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            pass
+
+        scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": [(b"host", b"127.0.0.1")],
+                 "client": (address, 5000)}
+        await bounds(scope, receive, send)
+
+    bounds = SessionBounds(sdk_stand_in, max_per_client=2, idle_timeout_s=10, clock=lambda: now[0])
+    for number in range(50):
+        await post(bounds, f"10.0.0.{number}")
+    assert bounds.open_sessions() == 50 and bounds.open_sessions("addr:10.0.0.7") == 1
+
+    now[0] = 10.5
+    await post(bounds, "10.0.1.1")
+    assert bounds.open_sessions() == 1 and len(opened) == 51
