@@ -14,6 +14,11 @@ assigns, and closes a session by sending the app the ``DELETE`` a client would s
 headers of the request that opened it (Host, Origin and Authorization pass the same checks).
 Its own table forgets a session when it is deleted, answers 404, or has had no request for the
 idle timeout (the SDK has expired it by then), so the table stays as small as the SDK's.
+
+Limits: a POST without a session id counts as opening one, so it may close the client's oldest
+session even when it then fails (only that client's own). Without auth configured a bearer token
+is whatever the client sends, so a client can take a fresh key per request; the SDK's total bound
+(``http.max_sessions``) still holds. With auth, an unknown token gets 401 and opens nothing.
 """
 
 from __future__ import annotations
