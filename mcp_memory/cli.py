@@ -1,9 +1,10 @@
-"""The command line: ``mcp-memory serve`` (stdio or streamable HTTP), ``doctor`` and ``token new``."""
+"""The command line: ``mcp-memory serve`` (stdio or streamable HTTP), ``doctor``, ``token new`` and ``usage``."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import logging
 import os
 import signal
@@ -79,6 +80,13 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("doctor", parents=[common], help="start the database and the model once, print what was "
                         "found, and exit", description="Start the database (embedded or external) and load the "
                         "embedding model once, print the data directory, database, model and LLM, and exit.")
+    usage = commands.add_parser("usage", parents=[common], help="print LLM token totals (JSON); --reset clears them",
+                                description="Print the LLM token totals per operation as JSON. With --reset, clear "
+                                "them and print what was cleared; the reset is recorded in an internal table "
+                                "(usage_resets), never in a client's session. Clients can read usage but not clear it.")
+    usage.add_argument("--reset", action="store_true", help="clear the totals after printing them")
+    usage.add_argument("--sessions", nargs="+", default=["*"], metavar="PATTERN",
+                       help="only these sessions: exact names or prefixes ending in * (default: * = all)")
     return parser
 
 
@@ -162,6 +170,27 @@ async def _doctor(settings: Settings) -> None:
     await deps.close()
 
 
+async def _usage(settings: Settings, patterns: list[str], reset: bool) -> None:
+    from mcp_memory.access import SessionScope
+    from mcp_memory.pipeline.usage import reset_usage, usage_stats
+
+    try:
+        scope = SessionScope.parse(patterns)
+    except ValueError as exc:
+        raise ConfigError(f"--sessions: {exc}") from None
+    deps = Deps(settings)
+    await deps.start()
+    try:
+        ready = await deps.ready()
+        if reset:
+            cleared = await reset_usage(ready.repository, scope)
+            print(json.dumps({"cleared": cleared.model_dump()["operations"], "sessions": scope.patterns()}, indent=2))
+        else:
+            print((await usage_stats(ready.repository, scope)).model_dump_json(indent=2))
+    finally:
+        await deps.close()
+
+
 def _exit_on_sigterm() -> None:
     def handler(signum: int, frame: object) -> None:
         raise SystemExit(128 + signum)
@@ -198,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         _exit_on_sigterm()
         if args.command == "doctor":
             anyio.run(_doctor, settings)
+        elif args.command == "usage":
+            anyio.run(_usage, settings, args.sessions, args.reset)
         elif args.transport == "http":
             anyio.run(
                 serve_http, settings, args.host or "127.0.0.1", args.port or 8020, args.stateless, not args.sse,

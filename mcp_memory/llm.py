@@ -5,7 +5,7 @@ OpenAI). The client retries 429 and 5xx with exponential backoff (``max_retries`
 gives up after ``timeout_s``. Replies are asked for as JSON by schema where the endpoint
 supports it; a reply that does not parse gets one repair attempt. Reasoning models'
 ``<think>...</think>`` blocks are stripped before parsing. Token usage of every call is added
-to the ``llm_usage`` table.
+to the ``llm_usage`` table under the session it served.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class LlmClient:
         return models[role]
 
     async def complete_json(
-        self, role: Role, system: str, user: str, schema_name: str, schema: dict[str, Any]
+        self, role: Role, system: str, user: str, schema_name: str, schema: dict[str, Any], *, session: str
     ) -> dict[str, Any]:
         """Ask the ``role`` model for a JSON object that follows ``schema``.
 
@@ -77,6 +77,7 @@ class LlmClient:
             user: the user message.
             schema_name: a name for the JSON schema (``response_format.json_schema.name``).
             schema: a JSON schema with an object at the root.
+            session: the session the call serves; its token usage is counted there.
 
         Returns:
             The parsed object (not validated against the schema; callers check fields).
@@ -92,7 +93,7 @@ class LlmClient:
         response_format: dict[str, Any] = {"type": "json_object"}
         if self._settings.json_schema_output:
             response_format = {"type": "json_schema", "json_schema": {"name": schema_name, "schema": schema}}
-        text = await self._call(role, model, messages, response_format)
+        text = await self._call(session, role, model, messages, response_format)
         try:
             return _parse_json(text)
         except (ValueError, json.JSONDecodeError) as first:
@@ -101,14 +102,14 @@ class LlmClient:
             {"role": "assistant", "content": text},
             {"role": "user", "content": "That was not a valid JSON object. Reply with only the JSON object."},
         ]
-        repaired = await self._call(role, model, messages, response_format)
+        repaired = await self._call(session, role, model, messages, response_format)
         try:
             return _parse_json(repaired)
         except (ValueError, json.JSONDecodeError) as exc:
             raise MalformedReply(f"the {role} model did not return JSON, even after a repair request: {exc}") from exc
 
     async def _call(
-        self, role: Role, model: str, messages: list[dict[str, str]], response_format: dict[str, Any]
+        self, session: str, role: Role, model: str, messages: list[dict[str, str]], response_format: dict[str, Any]
     ) -> str:
         assert self._client is not None
         try:
@@ -116,10 +117,10 @@ class LlmClient:
                 model=model, messages=messages, response_format=response_format, temperature=0  # type: ignore[arg-type]
             )
         except openai.APITimeoutError as exc:
-            await self._repository.add_usage(role, model, {"calls": 1, "errors": 1})
+            await self._repository.add_usage(session, role, model, {"calls": 1, "errors": 1})
             raise ChatError(f"the {role} model timed out after {self._settings.timeout_s} s") from exc
         except openai.OpenAIError as exc:
-            await self._repository.add_usage(role, model, {"calls": 1, "errors": 1})
+            await self._repository.add_usage(session, role, model, {"calls": 1, "errors": 1})
             raise ChatError(f"the {role} model failed: {type(exc).__name__}: {exc}") from exc
         usage = response.usage
         counts = {"calls": 1}
@@ -130,7 +131,7 @@ class LlmClient:
             counts["cached_prompt_tokens"] = (details.cached_tokens or 0) if details else 0
             reasoning = usage.completion_tokens_details
             counts["reasoning_tokens"] = (reasoning.reasoning_tokens or 0) if reasoning else 0
-        await self._repository.add_usage(role, model, counts)
+        await self._repository.add_usage(session, role, model, counts)
         content = response.choices[0].message.content if response.choices else None
         if not content:
             raise ChatError(f"the {role} model returned an empty reply")

@@ -89,11 +89,11 @@ class DeleteResult(BaseModel):
 
 
 class AuditEntry(BaseModel):
-    """One audit row: a recall, a delete or a usage reset."""
+    """One audit row: a recall, a delete or a supersession decision."""
 
     audit_id: int
     session: str
-    kind: str = Field(description="recall | delete | delete_session | supersede | usage_reset")
+    kind: str = Field(description="recall | delete | delete_session | supersede")
     created_at: str
     detail: dict[str, Any]
 
@@ -120,10 +120,9 @@ class OperationUsage(BaseModel):
 
 
 class UsageStats(BaseModel):
-    """What usage_stats returns."""
+    """What usage_stats returns: totals over the sessions the caller may see."""
 
     operations: list[OperationUsage]
-    reset: bool = False
 
 
 class TimeWindow(BaseModel):

@@ -168,7 +168,7 @@ def _tools(settings: Settings, deps: Deps, gate: Gate) -> list[Callable[..., Any
         = 20,
         kind: Annotated[
             str | None,
-            Field(description="Only rows of this kind: recall, delete, delete_session, supersede, usage_reset."),
+            Field(description="Only rows of this kind: recall, delete, delete_session, supersede."),
         ] = None,
     ) -> AuditList:
         """List a session's audit trail, newest first: recalls (query, candidates, answer, timings), deletes and
@@ -182,14 +182,13 @@ def _tools(settings: Settings, deps: Deps, gate: Gate) -> list[Callable[..., Any
             raise InvalidInput("kind", f"must be one of {', '.join(AUDIT_KINDS)}; got {kind!r}")
         return await read_audits(ready.repository, session, limit, kind, limits.max_response_chars)
 
-    async def usage_stats(
-        reset: Annotated[bool, Field(description="Zero the totals after reading them (audited).")] = False,
-    ) -> UsageStats:
-        """LLM token use by operation (plan, answer, supersede): calls, prompt, cached, uncached, completion and
-        reasoning tokens, cache-hit rate, errors. Empty until an LLM is configured and used."""
-        gate.admit(None)
+    async def usage_stats() -> UsageStats:
+        """LLM token use by operation (plan, answer, supersede) in the sessions you may use: calls, prompt, cached,
+        uncached, completion and reasoning tokens, cache-hit rate, errors. Empty until an LLM is configured and
+        used. Read-only; the operator clears the totals with `mcp-memory usage --reset`."""
+        caller = gate.admit(None)
         ready = await deps.ready()
-        return await read_usage(ready.repository, reset)
+        return await read_usage(ready.repository, caller.scope)
 
     return [store_memory, recall_memory, delete_memory, list_audits, usage_stats]
 

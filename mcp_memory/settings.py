@@ -301,7 +301,8 @@ class AuthSettings(BaseModel):
 
 
 class HttpSettings(BaseModel):
-    """Host and Origin checks (DNS rebinding protection) of the HTTP transport; on for every bind address."""
+    """The streamable HTTP server (``serve --transport http``): Host and Origin checks (DNS rebinding
+    protection, on for every bind address) and bounds on MCP sessions."""
 
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
@@ -310,6 +311,15 @@ class HttpSettings(BaseModel):
     )
     allowed_origins: list[str] | None = Field(
         None, description="Origin header values accepted; unset: http(s) origins of the loopback names + bind address."
+    )
+
+    session_idle_timeout_s: float = Field(
+        600.0, gt=0, description="An MCP session with no request in flight for this long is closed (404 after), in seconds."
+    )
+    max_sessions: int = Field(1_000, ge=1, description="Open MCP sessions in total; past it a new session gets 503.")
+    max_sessions_per_client: int = Field(
+        32, ge=1, description="Open MCP sessions per client (bearer token, else address); one more closes its "
+        "least recently used session.",
     )
 
 

@@ -373,7 +373,7 @@ async def exercise_every_tool(call: ToolCall, session: str) -> None:
     usage = await call("usage_stats", {})
     assert not usage.is_error, usage.text
     assert usage.structured is not None
-    assert isinstance(usage.structured["operations"], list) and usage.structured["reset"] is False
+    assert isinstance(usage.structured["operations"], list)
 
 
 TOOL_NAMES = {"store_memory", "recall_memory", "delete_memory", "list_audits", "usage_stats"}

@@ -74,7 +74,7 @@ async def test_audits_are_newest_first_and_filter_by_kind_and_limit(client):
     assert [row["detail"]["query"] for row in recalls] == ["permit renewal", "parking permit"]
     assert latest_two == {"audits": everything[:2], "truncated": False}
     assert unknown.is_error
-    assert "kind: must be one of recall, delete, delete_session, supersede, usage_reset; got 'no-such-kind'" in (
+    assert "kind: must be one of recall, delete, delete_session, supersede; got 'no-such-kind'" in (
         unknown.content[0].text
     )
 
@@ -96,15 +96,6 @@ async def test_a_sessions_audit_trail_is_invisible_from_every_other_session(clie
     for session in ("s-beta", "S-ALPHA", "s-alpha ", "%", "s_alpha"):
         assert (await _call(client, "list_audits", {"session": session}))["audits"] == [], session
     assert len((await _call(client, "list_audits", {"session": "s-alpha"}))["audits"]) == 2
-
-
-async def test_a_usage_reset_is_audited_in_the_usage_session_only(client):
-    stats = await _call(client, "usage_stats", {"reset": True})
-
-    assert stats == {"operations": [], "reset": True}
-    rows = (await _call(client, "list_audits", {"session": "mcp-memory/usage"}))["audits"]
-    assert [(row["kind"], row["detail"]) for row in rows] == [("usage_reset", {"cleared": []})]
-    assert (await _call(client, "usage_stats", {}))["reset"] is False
 
 
 async def test_list_audits_is_bounded_and_drops_whole_older_rows(client):

@@ -94,3 +94,35 @@ async def test_migration_008_adds_supersessions_to_a_database_with_memories_and_
             await connection.close()
     assert unchanged
     assert left == 0
+
+
+async def test_migration_011_moves_usage_resets_out_of_the_client_session_and_keeps_the_totals(pg_url):
+    """Before 011 resets were audit rows in the session 'mcp-memory/usage' and totals had no session."""
+    async with database_at(pg_url, 9) as url:
+        connection = await asyncpg.connect(url)
+        try:
+            await connection.execute(
+                "INSERT INTO audits (session, kind, detail) VALUES"
+                " ('mcp-memory/usage', 'usage_reset', '{\"cleared\": [{\"operation\": \"answer\", \"calls\": 3}]}'),"
+                " ('mcp-memory/usage', 'recall', '{\"query\": \"a client recall there\"}')"
+            )
+            await connection.execute("INSERT INTO llm_usage (operation, model, calls, prompt_tokens) VALUES ('plan', 'm', 4, 40)")
+        finally:
+            await connection.close()
+
+        await migrations.migrate(url, "m", 384)
+
+        connection = await asyncpg.connect(url)
+        try:
+            audits = await connection.fetch("SELECT session, kind FROM audits")
+            resets = await connection.fetch("SELECT scope, cleared::text FROM usage_resets")
+            usage = await connection.fetch("SELECT session, operation, calls, prompt_tokens FROM llm_usage")
+            key = await connection.fetchval(
+                "SELECT pg_get_indexdef(conindid) FROM pg_constraint WHERE conname = 'llm_usage_pkey'"
+            )
+        finally:
+            await connection.close()
+    assert [tuple(row) for row in audits] == [("mcp-memory/usage", "recall")]  # a client's own row stays
+    assert [(list(row["scope"]), row["cleared"]) for row in resets] == [(["*"], '[{"calls": 3, "operation": "answer"}]')]
+    assert [tuple(row) for row in usage] == [("", "plan", 4, 40)]
+    assert "(session, operation, model)" in key

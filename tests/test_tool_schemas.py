@@ -112,14 +112,14 @@ async def test_usage_stats_answers_a_call_with_no_arguments_key(client):
     result = await _raw_call(client, {"name": "usage_stats"})
 
     assert not result.is_error, result.content[0].text
-    assert result.structured_content == {"operations": [], "reset": False}
+    assert result.structured_content == {"operations": []}
 
 
 async def test_usage_stats_answers_a_call_with_null_arguments(client):
     result = await _raw_call(client, {"name": "usage_stats", "arguments": None})
 
     assert not result.is_error, result.content[0].text
-    assert result.structured_content == {"operations": [], "reset": False}
+    assert result.structured_content == {"operations": []}
 
 
 async def test_list_audits_without_arguments_is_an_error_naming_the_missing_session(client):

@@ -1,6 +1,6 @@
 """The repository: all SQL of mcp-memory lives here, in ``retrieval.py``, ``chronology.py`` and
-``expansion.py`` (recall's search queries) and in ``supersessions.py`` (all mixed into
-``Repository``), each statement scoped by session.
+``expansion.py`` (recall's search queries), in ``supersessions.py`` and in ``usage.py`` (all mixed
+into ``Repository``), each statement scoped by session.
 
 Every method takes the session as its first argument and every statement filters on it, so
 nothing crosses sessions. Values always travel as bind parameters, never as SQL text.
@@ -27,6 +27,7 @@ from mcp_memory.db.chronology import ChronologyQueries
 from mcp_memory.db.expansion import ExpansionQueries
 from mcp_memory.db.retrieval import RetrievalQueries
 from mcp_memory.db.supersessions import CANDIDATE_COLUMNS, WITH_SUPERSESSION, SupersessionQueries, candidate, mark
+from mcp_memory.db.usage import UsageQueries
 from mcp_memory.models import Candidate, NewMemory
 
 __all__ = ["Repository", "StoredRow"]
@@ -58,7 +59,7 @@ class StoredRow:
         self.superseded = superseded
 
 
-class Repository(RetrievalQueries, ChronologyQueries, ExpansionQueries, SupersessionQueries):
+class Repository(RetrievalQueries, ChronologyQueries, ExpansionQueries, SupersessionQueries, UsageQueries):
     """All reads and writes of memories, chunks, audits and usage."""
 
     def __init__(self, pool: asyncpg.Pool, model: str) -> None:
@@ -222,36 +223,3 @@ class Repository(RetrievalQueries, ChronologyQueries, ExpansionQueries, Superses
             }
             for row in rows
         ]
-
-    # --- LLM usage ------------------------------------------------------------------------
-
-    async def add_usage(self, operation: str, model: str, counts: dict[str, int]) -> None:
-        """Add one call's token counts to the totals of (operation, model)."""
-        columns = ("calls", "errors", "prompt_tokens", "cached_prompt_tokens", "completion_tokens", "reasoning_tokens")
-        values = [int(counts.get(name, 0)) for name in columns]
-        updates = ", ".join(f"{name} = llm_usage.{name} + EXCLUDED.{name}" for name in columns)
-        await self._run(
-            lambda c: c.execute(
-                f"INSERT INTO llm_usage (operation, model, {', '.join(columns)}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
-                f" ON CONFLICT (operation, model) DO UPDATE SET {updates}",
-                operation,
-                model,
-                *values,
-            )
-        )
-
-    async def usage_totals(self) -> list[dict[str, int | str]]:
-        """Token totals per operation, summed over models."""
-        rows = await self._run(
-            lambda c: c.fetch(
-                "SELECT operation, sum(calls)::bigint AS calls, sum(errors)::bigint AS errors,"
-                " sum(prompt_tokens)::bigint AS prompt_tokens, sum(cached_prompt_tokens)::bigint AS cached_prompt_tokens,"
-                " sum(completion_tokens)::bigint AS completion_tokens, sum(reasoning_tokens)::bigint AS reasoning_tokens"
-                " FROM llm_usage GROUP BY operation ORDER BY operation"
-            )
-        )
-        return [dict(row) for row in rows]
-
-    async def reset_usage(self) -> None:
-        """Zero every usage total."""
-        await self._run(lambda c: c.execute("DELETE FROM llm_usage"))

@@ -13,6 +13,7 @@ from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError
 from mcp_memory.gate import Gate
 from mcp_memory.http.auth import sdk_auth, token_verifier
+from mcp_memory.http.sessions import SessionBounds
 from mcp_memory.server import build_server
 from mcp_memory.settings import Settings
 
@@ -73,6 +74,7 @@ def transport_security(settings: Settings, host: str) -> TransportSecuritySettin
         allowed_origins=settings.http.allowed_origins if settings.http.allowed_origins is not None else origins,
     )
 
+
 logger = logging.getLogger("mcp_memory")
 
 
@@ -83,13 +85,25 @@ def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, j
         settings: the loaded settings.
         deps: started dependencies shared by every request.
         host: the bind address (the SDK derives its DNS-rebinding defaults from it).
-        stateless: no MCP sessions; every request stands alone.
+        stateless: no MCP sessions; every request stands alone. Otherwise sessions are bounded
+            (``http.max_sessions`` in total, ``http.max_sessions_per_client`` per client: see
+            ``http/sessions.py``) and closed after ``http.session_idle_timeout_s`` without a request.
         json_response: one JSON body per POST instead of an SSE stream.
     """
     server = build_server(settings, deps, gate=Gate.for_http(settings), auth=sdk_auth(settings.auth),
                           token_verifier=token_verifier(settings.auth))
-    return server.streamable_http_app(stateless_http=stateless, json_response=json_response, host=host,
-                                      transport_security=transport_security(settings, host))
+    security = transport_security(settings, host)
+    if stateless:
+        return server.streamable_http_app(stateless_http=True, json_response=json_response, host=host,
+                                          transport_security=security)
+    http = settings.http
+    app = server.streamable_http_app(
+        json_response=json_response, host=host, transport_security=security,
+        session_idle_timeout=http.session_idle_timeout_s, max_sessions=http.max_sessions,
+    )
+    app.add_middleware(SessionBounds, max_per_client=http.max_sessions_per_client,
+                       idle_timeout_s=http.session_idle_timeout_s)
+    return app
 
 
 async def serve_http(

@@ -69,8 +69,13 @@ def _window(raw: Any, notes: list[str]) -> TimeWindow | None:
     return TimeWindow(start=start, end=end)
 
 
-async def plan_query(query: str, llm: LlmClient, max_queries: int, now: datetime | None = None) -> Plan:
+async def plan_query(
+    query: str, llm: LlmClient, max_queries: int, now: datetime | None = None, *, session: str
+) -> Plan:
     """Plan the retrieval queries for ``query``.
+
+    Args:
+        session: the session recalled from; the planner's token usage is counted there.
 
     Returns:
         A Plan whose first query is ``query`` itself, followed by up to ``max_queries``
@@ -81,7 +86,7 @@ async def plan_query(query: str, llm: LlmClient, max_queries: int, now: datetime
     today = (now or datetime.now(UTC)).date().isoformat()
     try:
         reply = await llm.complete_json(
-            "plan", _SYSTEM.format(n=max_queries, today=today), query, "retrieval_plan", PLAN_SCHEMA
+            "plan", _SYSTEM.format(n=max_queries, today=today), query, "retrieval_plan", PLAN_SCHEMA, session=session
         )
     except ChatError as exc:
         logger.warning("planning fell back to the literal query: %s", exc)  # the endpoint is down or misconfigured

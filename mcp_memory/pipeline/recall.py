@@ -100,7 +100,7 @@ async def recall(
     top_k = check_top_k(limits.default_top_k if top_k is None else top_k, limits)
     clock = _Clock()
 
-    plan = await plan_query(query, ready.llm, settings.llm.max_plan_queries)
+    plan = await plan_query(query, ready.llm, settings.llm.max_plan_queries, session=session)
     clock.lap("plan")
     # The vector list reaches at least top_k deep, so a session of top_k memories fills the result.
     depth = tuning.model_copy(update={"vector_candidates": max(tuning.vector_candidates, top_k)})
@@ -146,7 +146,7 @@ async def recall(
     candidates = preferred.candidates
     clock.lap("supersede")
 
-    outcome = await answer(query, candidates, ready.llm, tuning.refusal)
+    outcome = await answer(query, candidates, ready.llm, tuning.refusal, session=session)
     clock.lap("answer")
     if outcome.text is None:
         selected = candidates

@@ -170,7 +170,9 @@ async def find_superseded(
             detail["note"] = "no current memory within supersede.min_similarity; the model was not asked"
         else:
             user = prompt(memory, memory_id, candidates)
-            reply = await ready.llm.complete_json("supersede", _SYSTEM, user, "supersession", SUPERSEDE_SCHEMA)
+            reply = await ready.llm.complete_json(
+                "supersede", _SYSTEM, user, "supersession", SUPERSEDE_SCHEMA, session=memory.session
+            )
             picked, dropped = _picked(reply, detail["candidates"])
             detail["reason"] = _reason(reply)
             if dropped:

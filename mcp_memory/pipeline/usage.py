@@ -1,25 +1,23 @@
-"""Usage: LLM token totals by operation, kept in PostgreSQL so several servers add up."""
+"""Usage: LLM token totals by operation, kept per session in PostgreSQL so several servers add up.
+
+A caller sees only the totals of the sessions its scope allows. Clearing the totals is the
+operator's act (``mcp-memory usage --reset``), not a tool's: usage is the record of what callers
+spent, and the caller that spent it must not be able to erase it. Each reset is recorded in an
+internal table with what it cleared, never in a session a client can name.
+"""
 
 from __future__ import annotations
 
-from mcp_memory.pipeline.audit import record
+from mcp_memory.access import SessionScope
 from mcp_memory.db.repository import Repository
 from mcp_memory.models import OperationUsage, UsageStats
 
-__all__ = ["USAGE_AUDIT_SESSION", "usage_stats"]
-
-USAGE_AUDIT_SESSION = "mcp-memory/usage"  # the session whose audit rows record usage resets
+__all__ = ["reset_usage", "usage_stats"]
 
 
-async def usage_stats(repository: Repository, reset: bool = False) -> UsageStats:
-    """Token totals per operation (plan, answer, embed); ``reset`` zeroes them afterwards.
-
-    ``uncached_prompt_tokens = prompt_tokens - cached_prompt_tokens``;
-    ``cache_hit_rate = cached_prompt_tokens / prompt_tokens`` (0 with no prompt tokens).
-    A reset is audited in the session ``mcp-memory/usage`` with the totals it cleared.
-    """
+def _operations(rows: list[dict[str, int | str]]) -> list[OperationUsage]:
     operations = []
-    for row in await repository.usage_totals():
+    for row in rows:
         prompt = int(row["prompt_tokens"])
         cached = int(row["cached_prompt_tokens"])
         operations.append(
@@ -35,9 +33,24 @@ async def usage_stats(repository: Repository, reset: bool = False) -> UsageStats
                 cache_hit_rate=round(cached / prompt, 4) if prompt else 0.0,
             )
         )
-    if reset:
-        await repository.reset_usage()
-        await record(
-            repository, USAGE_AUDIT_SESSION, "usage_reset", {"cleared": [op.model_dump() for op in operations]}
-        )
-    return UsageStats(operations=operations, reset=reset)
+    return operations
+
+
+async def usage_stats(repository: Repository, scope: SessionScope) -> UsageStats:
+    """Token totals per operation (plan, answer, supersede) over the sessions of ``scope``.
+
+    ``uncached_prompt_tokens = prompt_tokens - cached_prompt_tokens``;
+    ``cache_hit_rate = cached_prompt_tokens / prompt_tokens`` (0 with no prompt tokens).
+    Totals from before usage was kept per session count only for the scope ``*``.
+    """
+    return UsageStats(operations=_operations(await repository.usage_totals(scope)))
+
+
+async def reset_usage(repository: Repository, scope: SessionScope) -> UsageStats:
+    """Zero the totals of the sessions of ``scope`` and record the reset (scope and what it cleared)
+    in the internal ``usage_resets`` table, atomically.
+
+    Returns:
+        The totals that were cleared.
+    """
+    return UsageStats(operations=_operations(await repository.reset_usage(scope)))
