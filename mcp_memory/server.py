@@ -270,7 +270,13 @@ def build_server(settings: Settings, deps: Deps | None = None) -> MCPServer:
 
     @server.custom_route("/health", methods=["GET"])
     async def health(_: Request) -> JSONResponse:
-        status = resources.status()
+        """Readiness: 200 only when started and PostgreSQL answers a bounded SELECT 1; else 503 and why."""
+        status = await resources.health()
         return JSONResponse(status, status_code=200 if status["status"] == "ready" else 503)
+
+    @server.custom_route("/health/live", methods=["GET"])
+    async def live(_: Request) -> JSONResponse:
+        """Liveness: the process runs and answers HTTP (restart it only when this fails)."""
+        return JSONResponse({"status": "live"})
 
     return server

@@ -88,7 +88,9 @@ class Repository(RetrievalQueries, ChronologyQueries, ExpansionQueries, Superses
                         raise
             except _CONNECTION_ERRORS as exc:
                 if attempt == 2:
-                    raise DatabaseUnavailable(f"PostgreSQL connection failed twice: {exc}; retry shortly") from exc
+                    raise DatabaseUnavailable(
+                        f"database unavailable: PostgreSQL connection failed twice ({exc}); retry in a few seconds"
+                    ) from exc
         raise AssertionError("unreachable")
 
     # --- memories -------------------------------------------------------------------------
