@@ -1,6 +1,6 @@
 """The repository: all SQL of mcp-memory lives here, in ``retrieval.py``, ``chronology.py`` and
-``expansion.py`` (recall's search queries) and in ``supersessions.py`` (all mixed into
-``Repository``), each statement scoped by session.
+``expansion.py`` (recall's search queries), in ``supersessions.py`` and in ``idempotency.py``
+(all mixed into ``Repository``), each statement scoped by session.
 
 Every method takes the session as its first argument and every statement filters on it, so
 nothing crosses sessions. Values always travel as bind parameters, never as SQL text.
