@@ -15,9 +15,12 @@ import asyncpg
 import pytest
 from mcp import Client
 
+from mcp_memory.db.idempotency import KeyRow
+from mcp_memory.db.repository import StoredRow
 from mcp_memory.deps import Deps
 from mcp_memory.errors import InvalidInput
 from mcp_memory.pipeline.store import store
+from mcp_memory.pipeline.validate import new_memory
 
 pytestmark = pytest.mark.anyio
 
@@ -197,3 +200,27 @@ async def test_racing_stores_that_all_passed_the_first_look_commit_one_memory(de
     assert len(errors) == 5 and all(e.field == "idempotency_key" for e in errors)
     assert all("different content" in str(e) for e in errors)
     assert await _counts(pg_url, "s-race") == (2, 2)
+
+
+async def test_two_inserts_with_one_key_in_flight_at_once_commit_one_memory_and_the_other_gets_its_row(
+    deps: Deps, empty_tables, pg_url
+):
+    """Below the look-up store_memory does first: the primary key alone decides a race."""
+    ready = await deps.ready()
+    memory = new_memory("s-race", "Raced below the look-up", None, None, None, ready.settings.limits,
+                        idempotency_key=KEY)
+    vectors = await ready.embedder.embed_batch(ready.embedder.windows(memory.content))
+    rows: list[Any] = []
+
+    async def insert() -> None:
+        rows.append(await ready.repository.insert_memory(memory, vectors))
+
+    async with anyio.create_task_group() as group:
+        for _ in range(4):
+            group.start_soon(insert)
+
+    stored = [row for row in rows if isinstance(row, StoredRow)]
+    earlier = [row for row in rows if isinstance(row, KeyRow)]
+    assert len(stored) == 1 and len(earlier) == 3
+    assert {row.memory_id for row in earlier} == {stored[0].memory_id}
+    assert await _counts(pg_url, "s-race") == (1, 1)
