@@ -152,7 +152,7 @@ async def search(
             vectors = await embed(plan.queries)
         except EmbeddingError as exc:
             embed_note = f"embedding failed, keyword lists only: {exc}"
-            logger.warning("recall without vector lists: %s", exc)
+            logger.warning("recall without vector lists: %s (cause: %r)", exc, exc.__cause__)
             vectors = []
         embed_ms = (time.perf_counter() - started) * 1000
         embedded.set(vectors)
