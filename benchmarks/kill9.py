@@ -29,6 +29,8 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-gap-s", type=float, default=3.0, help="longest wait after an acknowledgement before a kill")
+    parser.add_argument("--target", choices=["server", "postgres"], default="server",
+                        help="what is SIGKILLed: the mcp-memory server, or the embedded PostgreSQL's postmaster")
     parser.add_argument("--keep", action="store_true", help="keep the data directory and server logs")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="mcp-memory-kill9-"))
@@ -36,7 +38,8 @@ def main() -> int:
     data_dir = root / "data"
     try:
         report = Kill9Run(data_dir, free_port(), root, kills=args.kills, writers=args.writers,
-                          sessions=args.sessions, seed=args.seed, max_gap_s=args.max_gap_s).run()
+                          sessions=args.sessions, seed=args.seed, max_gap_s=args.max_gap_s,
+                          target=args.target).run()
     finally:
         stop_leftover_postgres(data_dir)
         if not args.keep:
@@ -44,7 +47,7 @@ def main() -> int:
     figures = report.as_dict()
     print(json.dumps(figures, indent=2))
     bad = (report.lost or report.duplicates or report.restart_failures or report.orphaned_postgres or report.errors
-           or report.postmasters_seen != 1)
+           or report.postmasters_seen != (1 if args.target == "server" else 1 + report.kills))
     return 1 if bad else 0
 
 

@@ -13,6 +13,10 @@ the stop is retried until it is), and the harness checks:
 - in the database (started in this process afterwards): every acknowledged memory_id is there,
   in its session, with its content; no write's content is stored twice or under another id.
 
+With ``target="postgres"`` the embedded PostgreSQL's postmaster is SIGKILLed instead, and the
+server (which keeps running) must start it again itself; a "restart" is then the time until
+/health answers 200 again.
+
 Used by tests/test_kill9.py (a few kills) and benchmarks/kill9.py (a long run). Every wait is
 bounded; nothing in mcp_memory is imported.
 """
@@ -57,7 +61,7 @@ class Report:
     orphaned_postgres: int = 0
     errors: list[str] = field(default_factory=list)  # tool errors that were not "retry later"
     restart_s: list[float] = field(default_factory=list)  # SIGKILL -> /health 200
-    postmasters_seen: int = 0  # distinct PostgreSQL postmaster pids over the run
+    postmasters_seen: int = 0  # distinct PostgreSQL postmaster pids over the run (1 + kills when they are the target)
     duration_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -97,7 +101,9 @@ class Kill9Run:
 
     def __init__(self, data_dir: Path, port: int, log_dir: Path, *, kills: int, writers: int = 3,
                  sessions: int = 2, seed: int = 0, max_gap_s: float = 1.5, start_timeout_s: float = 90.0,
-                 settings: dict[str, str] | None = None) -> None:
+                 settings: dict[str, str] | None = None, target: str = "server") -> None:
+        assert target in ("server", "postgres")
+        self.target = target
         self.data_dir, self.port, self.log_dir = data_dir, port, log_dir
         self.kills, self.writers, self.sessions = kills, writers, sessions
         self.random = random.Random(seed)
@@ -139,6 +145,29 @@ class Kill9Run:
                 return False
             pause.wait(0.05)
         return False
+
+    def _healthy_again(self) -> bool:
+        """After a postmaster kill: wait for /health 200 (the server restarted PostgreSQL); False on a deadline."""
+        deadline = time.monotonic() + self.start_timeout_s
+        pause = threading.Event()
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=5.0).status_code == 200:
+                    self._postmasters.update(postgres_pids(self.data_dir))
+                    return True
+            except httpx.HTTPError:
+                pass
+            pause.wait(0.05)
+        return False
+
+    def _kill_postmaster(self) -> None:
+        for pid in postgres_pids(self.data_dir):
+            try:
+                process = psutil.Process(pid)
+                process.kill()
+                process.wait(20)
+            except psutil.NoSuchProcess:
+                pass
 
     def _kill_server(self) -> None:
         if self._server is not None and self._server.poll() is None:
@@ -212,6 +241,14 @@ class Kill9Run:
                     pause.wait(0.02)
                 pause.wait(self.random.uniform(0.0, self.max_gap_s))  # a random moment of the write stream
                 killed_at = time.monotonic()
+                if self.target == "postgres":
+                    self._kill_postmaster()
+                    self.report.kills += 1
+                    if self._healthy_again():
+                        self.report.restart_s.append(round(time.monotonic() - killed_at, 2))
+                    else:
+                        self.report.restart_failures += 1
+                    continue
                 self._kill_server()
                 self.report.kills += 1
                 for attempt in range(3):
