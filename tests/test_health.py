@@ -59,7 +59,7 @@ def test_health_reports_a_killed_embedded_postgres_and_the_server_starts_it_agai
     assert "is running again" in server.stderr
 
 
-def test_health_reports_an_external_postgres_that_stopped_and_recovers_with_it(
+def test_health_reports_an_external_postgres_that_stopped_or_hangs_and_recovers_with_it(
     spawn: Spawner, own_postgres: Path
 ) -> None:
     database = start_postgres(own_postgres)
@@ -79,6 +79,16 @@ def test_health_reports_an_external_postgres_that_stopped_and_recovers_with_it(
         assert database.get_uri() == url
         code, body, _ = _health(port)
         assert code == 200 and body["database"] == "ok", body
+
+        postmaster = psutil.Process(database.get_pid())
+        postmaster.suspend()  # SIGSTOP: connections are accepted by the kernel and never answered
+        try:
+            code, body, elapsed = _health(port)
+        finally:
+            postmaster.resume()
+        assert code == 503 and "did not answer SELECT 1 within 2.0 s" in body["detail"], body
+        assert elapsed < HEALTH_BOUND_S, elapsed
+        wait_until(lambda: _health(port)[0] == 200, 10, "/health to answer 200 once PostgreSQL runs on")
         assert server.proc.poll() is None
     finally:
         database.cleanup()
