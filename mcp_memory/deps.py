@@ -15,12 +15,12 @@ from dataclasses import dataclass
 import anyio
 import asyncpg
 
-from mcp_memory.db.embedded import start_embedded
+from mcp_memory.db.embedded import Supervisor, start_embedded
 from mcp_memory.db.migrate import migrate
-from mcp_memory.db.pool import open_pool
+from mcp_memory.db.pool import open_pool, ping
 from mcp_memory.db.repository import Repository
 from mcp_memory.embedding.embed import Embedder, OpenAIEmbedder, load_embedder
-from mcp_memory.errors import McpMemoryError, SchemaError
+from mcp_memory.errors import DatabaseUnavailable, McpMemoryError, SchemaError
 from mcp_memory.llm import LlmClient
 from mcp_memory.settings import Settings
 from mcp_memory.embedding.vector_cache import VectorCache
@@ -52,6 +52,8 @@ class Deps:
         self._error: McpMemoryError | None = None
         self._pool: asyncpg.Pool | None = None
         self._llm: LlmClient | None = None
+        self._url: str | None = None
+        self._supervisor: Supervisor | None = None
 
     async def start(self) -> None:
         """Start the database and load the model; idempotent.
@@ -97,6 +99,9 @@ class Deps:
             first = (known or rest or failed).exceptions[0]
             raise first from first.__cause__  # `from None` would also drop the error's own cause
         assert embedder is not None
+        self._url = url
+        if settings.database_url is None:  # this server uses the embedded PostgreSQL: keep it running
+            self._supervisor = Supervisor(settings.data_dir)
         await migrate(url, embedder.model, embedder.dim)
         self._pool = await open_pool(url, settings.pool_min_size, settings.pool_max_size)
         repository = Repository(self._pool, embedder.model)
@@ -112,12 +117,29 @@ class Deps:
         return Ready(settings=settings, repository=repository, embedder=embedder, llm=self._llm, vectors=vectors)
 
     def status(self) -> dict[str, str]:
-        """``{"status": "starting" | "ready" | "error", "detail": ...}`` for the health endpoint."""
+        """``{"status": "starting" | "ready" | "error", "detail": ...}``: start-up only, no database check."""
         if not self._done.is_set():
             return {"status": "starting", "detail": "loading the embedding model and the database"}
         if self._error is not None:
             return {"status": "error", "detail": str(self._error)}
         return {"status": "ready", "detail": f"model {self._ready.embedder.model}" if self._ready else ""}
+
+    async def health(self, timeout_s: float = 2.0) -> dict[str, str]:
+        """``status()``, and once ready a ``SELECT 1`` on a connection of its own (not the pool's,
+        which may be busy with recalls), bounded by ``timeout_s`` seconds in all.
+
+        Returns:
+            ``{"status": "ready", ...}`` when PostgreSQL answered; ``{"status": "database_unavailable",
+            "detail": <why>}`` when it did not, in time or at all; else what ``status()`` says.
+        """
+        status = self.status()
+        if status["status"] != "ready" or self._url is None:
+            return status
+        try:
+            await ping(self._url, timeout_s)
+        except DatabaseUnavailable as exc:
+            return {"status": "database_unavailable", "detail": str(exc)}
+        return {**status, "database": "ok"}
 
     async def ready(self) -> Ready:
         """Wait for start-up and return the resources.
@@ -133,6 +155,8 @@ class Deps:
 
     async def close(self) -> None:
         """Close the pool and clients. The embedded server stops at process exit."""
+        if self._supervisor is not None:
+            self._supervisor.stop()
         if self._llm is not None:
             await self._llm.close()
         if self._ready is not None and isinstance(self._ready.embedder, OpenAIEmbedder):

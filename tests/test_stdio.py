@@ -116,8 +116,10 @@ async def test_handshake_and_tools_list_are_answered_while_an_embedding_request_
         assert store["isError"] is True
         text = store["content"][0]["text"]
         assert fake.base_url in text and "slow-384" in text, text
-        recall = server.tool("recall_memory", {"session": "s-slow", "query": "hello"})
-        assert recall["isError"] is True and fake.base_url in recall["content"][0]["text"]
+        recall = server.tool("recall_memory", {"session": "s-slow", "query": "hello"})  # keyword lists only
+        assert not recall.get("isError") and recall["structuredContent"]["memories"] == [], recall
+        audit = server.tool("list_audits", {"session": "s-slow", "kind": "recall"})["structuredContent"]["audits"][0]
+        assert fake.base_url in audit["detail"]["embed_note"], audit
         server.close_stdin()
         assert server.wait() == 0
     finally:

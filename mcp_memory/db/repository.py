@@ -1,6 +1,6 @@
 """The repository: all SQL of mcp-memory lives here, in ``retrieval.py``, ``chronology.py`` and
-``expansion.py`` (recall's search queries), in ``supersessions.py`` and in ``usage.py`` (all mixed
-into ``Repository``), each statement scoped by session.
+``expansion.py`` (recall's search queries), in ``supersessions.py``, ``usage.py`` and ``idempotency.py``
+(all mixed into ``Repository``), each statement scoped by session.
 
 Every method takes the session as its first argument and every statement filters on it, so
 nothing crosses sessions. Values always travel as bind parameters, never as SQL text.
@@ -25,6 +25,7 @@ import numpy as np
 from mcp_memory.errors import DatabaseUnavailable
 from mcp_memory.db.chronology import ChronologyQueries
 from mcp_memory.db.expansion import ExpansionQueries
+from mcp_memory.db.idempotency import IdempotencyQueries, KeyRow, KeyTaken, claim
 from mcp_memory.db.retrieval import RetrievalQueries
 from mcp_memory.db.supersessions import CANDIDATE_COLUMNS, WITH_SUPERSESSION, SupersessionQueries, candidate, mark
 from mcp_memory.db.usage import UsageQueries
@@ -59,7 +60,9 @@ class StoredRow:
         self.superseded = superseded
 
 
-class Repository(RetrievalQueries, ChronologyQueries, ExpansionQueries, SupersessionQueries, UsageQueries):
+class Repository(
+    RetrievalQueries, ChronologyQueries, ExpansionQueries, SupersessionQueries, UsageQueries, IdempotencyQueries
+):
     """All reads and writes of memories, chunks, audits and usage."""
 
     def __init__(self, pool: asyncpg.Pool, model: str) -> None:
@@ -88,14 +91,22 @@ class Repository(RetrievalQueries, ChronologyQueries, ExpansionQueries, Superses
                         raise
             except _CONNECTION_ERRORS as exc:
                 if attempt == 2:
-                    raise DatabaseUnavailable(f"PostgreSQL connection failed twice: {exc}; retry shortly") from exc
+                    raise DatabaseUnavailable(
+                        f"database unavailable: PostgreSQL connection failed twice ({exc}); retry in a few seconds"
+                    ) from exc
         raise AssertionError("unreachable")
 
     # --- memories -------------------------------------------------------------------------
 
-    async def insert_memory(self, memory: NewMemory, embeddings: list[np.ndarray]) -> StoredRow:
+    async def insert_memory(self, memory: NewMemory, embeddings: list[np.ndarray]) -> StoredRow | KeyRow:
         """Insert a memory with its window vectors (window 0 first), or find the same content,
-        and mark ``memory.supersedes`` superseded by it, all in one transaction.
+        mark ``memory.supersedes`` superseded by it and record its idempotency key, all in one
+        transaction: the call returns after it committed, or nothing of it is stored.
+
+        Returns:
+            The stored (or de-duplicated) row; or, when an earlier call already holds
+            ``memory.idempotency_key`` in the session, that call's ``KeyRow`` and nothing was
+            written (the caller decides whether it is a retry).
 
         Dedup is per session on the exact content (sha256), enforced by a unique constraint,
         so concurrent writers of one text get one row. The same content stored again with
@@ -142,9 +153,14 @@ class Repository(RetrievalQueries, ChronologyQueries, ExpansionQueries, Superses
                     stored.superseded = await mark(
                         connection, memory.session, stored.memory_id, list(memory.supersedes), "explicit", strict=True
                     )
+                if memory.idempotency_key is not None:
+                    await claim(connection, memory, stored.memory_id, stored.superseded)
                 return stored
 
-        return await self._run(work)
+        try:
+            return await self._run(work)
+        except KeyTaken as taken:
+            return taken.earlier
 
     async def fetch(self, session: str, memory_ids: list[str]) -> dict[str, Candidate]:
         """The memories of ``session`` with these ids, keyed by memory_id (missing ids absent),
@@ -181,8 +197,10 @@ class Repository(RetrievalQueries, ChronologyQueries, ExpansionQueries, Superses
         return row["deleted"] > 0, list(row["current_again"])
 
     async def delete_session(self, session: str) -> int:
-        """Delete every memory of ``session``; returns how many."""
-        status = await self._run(lambda c: c.execute("DELETE FROM memories WHERE session = $1", session))
+        """Delete every memory of ``session`` and its idempotency keys; returns how many memories."""
+        status = await self._run(lambda c: c.execute(
+            "WITH keys AS (DELETE FROM idempotency_keys WHERE session = $1) DELETE FROM memories WHERE session = $1",
+            session))
         return int(status.split()[-1])
 
     async def count(self, session: str) -> int:

@@ -91,7 +91,8 @@ async def recall(
 
     Raises:
         InvalidInput: bad session, query or top_k (nothing is searched).
-        EmbeddingError, DatabaseUnavailable: a provider failed.
+        DatabaseUnavailable: PostgreSQL failed (an embedding failure only drops the vector
+            lists; the audit's ``embed_note`` says so).
     """
     settings = ready.settings
     limits, tuning = settings.limits, settings.recall
@@ -165,6 +166,7 @@ async def recall(
         "time_window": plan.time_window.model_dump(mode="json") if plan.time_window else None,
         "plan_notes": plan.notes,
         **({"rerank_note": rerank_note} if tuning.rerank_url else {}),
+        **({"embed_note": searched.embed_note} if searched.embed_note else {}),
         "candidates": {name: ids for name, ids in lists.items()},
         "fused": [{"memory_id": c.memory_id, "score": round(c.score, 6)} for c in candidates],
         "supersession": preferred.detail,

@@ -5,11 +5,13 @@ Every list is a ranked list of memory_ids, best first, named ``<kind>[:<query in
 ``vector:i``, ``keyword:i`` (BM25), ``bigram:cjk`` (Chinese/Japanese/Korean character bigrams),
 ``trigram:id`` (identifiers), ``recent``, ``window``, and with ``entity_weight`` set ``entity``
 (BM25 among the memories naming the question's names). Failure policy: a database
-error raises (no partial recall is passed off as complete).
+error raises (no partial recall is passed off as complete); an embedding failure drops the
+vector lists only, and ``Searched.embed_note`` says why (recall audits it).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -19,12 +21,14 @@ import anyio
 import numpy as np
 
 from mcp_memory.db.repository import Repository
-from mcp_memory.errors import McpMemoryError
+from mcp_memory.errors import EmbeddingError, McpMemoryError
 from mcp_memory.models import Plan
 from mcp_memory.settings import RecallSettings
 from mcp_memory.embedding.vector_cache import VectorCache
 
 __all__ = ["Searched", "cjk_bigrams", "query_names", "search", "trigram_terms"]
+
+logger = logging.getLogger(__name__)
 
 # Runs of Han, kana and Hangul: text without spaces between words.
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]{2,}")
@@ -118,20 +122,24 @@ async def search(
         embed: the embedder's ``embed_batch``; called once, with all of the plan's queries.
 
     Returns:
-        Searched: list name -> memory_ids, best first (empty lists left out), and the
-        milliseconds until the query vectors were ready.
+        Searched: list name -> memory_ids, best first (empty lists left out), the
+        milliseconds until the query vectors were ready, and ``embed_note`` when the embedding
+        failed (the keyword and time lists were searched without the vector lists).
 
     Raises:
-        EmbeddingError, DatabaseUnavailable: the first error of any list, unwrapped.
+        DatabaseUnavailable: the first error of any list, unwrapped.
     """
     lists: dict[str, list[str]] = {}
     embed_ms = 0.0
+    embed_note: str | None = None
     cjk, identifiers = trigram_terms(plan.queries)
     started = time.perf_counter()
 
     async def vector_lists() -> None:
         version = await repository.session_version(session)
         vectors = await embedded.wait()
+        if not vectors:  # the embedding failed: keyword and time lists only
+            return
         found = await vector_cache.nearest(
             repository, session, vectors, settings.vector_candidates, settings.hnsw_ef_search, version
         )
@@ -139,8 +147,13 @@ async def search(
             lists[f"vector:{index}"] = [memory_id for memory_id, _ in hits]
 
     async def embed_queries() -> None:
-        nonlocal embed_ms
-        vectors = await embed(plan.queries)
+        nonlocal embed_ms, embed_note
+        try:
+            vectors = await embed(plan.queries)
+        except EmbeddingError as exc:
+            embed_note = f"embedding failed, keyword lists only: {exc}"
+            logger.warning("recall without vector lists: %s (cause: %r)", exc, exc.__cause__)
+            vectors = []
         embed_ms = (time.perf_counter() - started) * 1000
         embedded.set(vectors)
 
@@ -189,7 +202,7 @@ async def search(
         known, rest = failed.split(McpMemoryError)
         first = (known or rest or failed).exceptions[0]
         raise first from first.__cause__  # `from None` would also wipe the error's own cause
-    return Searched({name: ids for name, ids in sorted(lists.items()) if ids}, embed_ms)
+    return Searched({name: ids for name, ids in sorted(lists.items()) if ids}, embed_ms, embed_note)
 
 
 class _Result:
@@ -214,3 +227,4 @@ class Searched:
 
     lists: dict[str, list[str]]
     embed_ms: float
+    embed_note: str | None = None  # why there are no vector lists (the embedding failed)

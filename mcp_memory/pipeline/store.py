@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcp_memory.db.idempotency import KeyRow
 from mcp_memory.deps import Ready
-from mcp_memory.models import StoreResult
+from mcp_memory.errors import InvalidInput
+from mcp_memory.models import NewMemory, StoreResult
 from mcp_memory.pipeline.supersede_llm import find_superseded
 from mcp_memory.pipeline.validate import new_memory
 
@@ -20,6 +22,7 @@ async def store(
     metadata: dict[str, Any] | None = None,
     importance: float | None = None,
     supersedes: list[str] | None = None,
+    idempotency_key: str | None = None,
 ) -> StoreResult:
     """Store one memory exactly as given, with one vector per window of its text.
 
@@ -29,6 +32,11 @@ async def store(
     With ``llm.supersede_model`` set (and ``supersede.llm_on_store``), a new (not de-duplicated)
     memory's nearest current memories are then shown to the model, which may mark more.
 
+    ``idempotency_key``: a retry with the key of an earlier call in the session returns that
+    call's memory_id (``replayed`` and ``deduplicated`` true, ``superseded`` the ids its own
+    ``supersedes`` marked) and writes nothing, whether the first reply was lost or the two
+    calls raced; a retry is answered before anything is embedded.
+
     Failure policy: invalid input raises before anything is embedded or stored; an embedding
     failure raises and stores nothing; the same content already stored in the session
     returns the first memory_id with ``deduplicated`` true; a failing supersession model leaves
@@ -36,13 +44,20 @@ async def store(
 
     Raises:
         InvalidInput: an argument breaks a limit (the message names it), or ``supersedes`` names
-            an id that is not a memory of this session, or the memory itself.
+            an id that is not a memory of this session, or the memory itself; or the
+            ``idempotency_key`` was used for other content or arguments, or its memory was deleted.
         EmbeddingError, DatabaseUnavailable: a provider failed; nothing was stored.
     """
     limits = ready.settings.limits
-    memory = new_memory(session, content, occurred_at, metadata, importance, limits, supersedes)
+    memory = new_memory(session, content, occurred_at, metadata, importance, limits, supersedes, idempotency_key)
+    if memory.idempotency_key is not None:
+        earlier = await ready.repository.idempotency_key(memory.session, memory.idempotency_key)
+        if earlier is not None:
+            return _replayed(memory, earlier)
     vectors = await ready.embedder.embed_batch(ready.embedder.windows(memory.content))
     row = await ready.repository.insert_memory(memory, vectors)
+    if isinstance(row, KeyRow):  # a call with the same key committed while this one embedded
+        return _replayed(memory, row)
     superseded = list(row.superseded)
     if not row.deduplicated:
         superseded += await find_superseded(ready, memory, row.memory_id, vectors, exclude=superseded)
@@ -52,4 +67,30 @@ async def store(
         occurred_at=row.occurred_at.isoformat(),
         deduplicated=row.deduplicated,
         superseded=superseded,
+    )
+
+
+def _replayed(memory: NewMemory, earlier: KeyRow) -> StoreResult:
+    """The first call's result for a retry with its idempotency key.
+
+    Raises:
+        InvalidInput: the key was used for other content or other arguments, or its memory was
+            deleted since (a late retry must not bring it back).
+    """
+    if earlier.content_hash != memory.content_hash:
+        raise InvalidInput("idempotency_key", "was already used in this session for different content; nothing was"
+                           " stored. Use a new key for a new memory")
+    if earlier.request_hash != memory.request_hash:
+        raise InvalidInput("idempotency_key", "was already used in this session with other occurred_at, metadata,"
+                           " importance or supersedes; nothing was stored. Use a new key for a new memory")
+    if earlier.occurred_at is None:
+        raise InvalidInput("idempotency_key", f"its memory {earlier.memory_id} was deleted after the first call;"
+                           " nothing was stored. Use a new key to store it again")
+    return StoreResult(
+        memory_id=earlier.memory_id,
+        session=memory.session,
+        occurred_at=earlier.occurred_at.isoformat(),
+        deduplicated=True,
+        replayed=True,
+        superseded=earlier.superseded,
     )

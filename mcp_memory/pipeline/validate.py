@@ -19,6 +19,7 @@ from mcp_memory.settings import LimitSettings
 
 __all__ = [
     "argument_error",
+    "check_idempotency_key",
     "check_memory_id",
     "check_session",
     "check_supersedes",
@@ -117,6 +118,28 @@ def check_memory_id(memory_id: str) -> str:
         raise InvalidInput("memory_id", f"must be a memory_id as returned by store_memory (a UUID); got {memory_id!r}")
 
 
+MAX_IDEMPOTENCY_KEY_CHARS = 128
+
+
+def check_idempotency_key(key: str | None) -> str | None:
+    """Return ``key`` unchanged (None when not given) if it is a usable idempotency key.
+
+    Raises:
+        InvalidInput: empty, longer than 128 characters, or holding a control character.
+    """
+    if key is None:
+        return None
+    if not key:
+        raise InvalidInput("idempotency_key", f"must be 1..{MAX_IDEMPOTENCY_KEY_CHARS} characters; got an empty string")
+    if len(key) > MAX_IDEMPOTENCY_KEY_CHARS:
+        raise InvalidInput(
+            "idempotency_key", f"is {len(key)} characters; the limit is {MAX_IDEMPOTENCY_KEY_CHARS} characters"
+        )
+    if any(unicodedata.category(ch) == "Cc" for ch in key):
+        raise InvalidInput("idempotency_key", "must not contain control characters (U+0000-U+001F, U+007F-U+009F)")
+    return key
+
+
 def check_supersedes(supersedes: Any, limits: LimitSettings) -> tuple[str, ...]:
     """Return the canonical lower-case UUIDs of ``supersedes``, each once, in the order given.
 
@@ -212,20 +235,37 @@ def new_memory(
     importance: float | None,
     limits: LimitSettings,
     supersedes: Any = None,
+    idempotency_key: str | None = None,
 ) -> NewMemory:
     """Validate every store_memory argument and build the memory to store.
+
+    ``request_hash`` fingerprints the arguments as given (an omitted ``occurred_at`` counts as
+    omitted, not as the time of this call), so a retry of the same call matches it.
 
     Raises:
         InvalidInput: the first argument that breaks a rule, by name.
     """
     if importance is not None and not 0.0 <= importance <= 1.0:
         raise InvalidInput("importance", f"must be in the range 0..1; got {importance}")
+    checked_session = check_session(session, limits)
+    checked_content = check_text("content", content, limits.max_content_chars)
+    instant = parse_occurred_at(occurred_at)
+    checked_metadata = check_metadata(metadata, limits)
+    checked_supersedes = check_supersedes(supersedes, limits)
+    key = check_idempotency_key(idempotency_key)
+    request = json.dumps(
+        [content, instant.astimezone(UTC).isoformat() if occurred_at is not None else None, checked_metadata,
+         importance, sorted(checked_supersedes)],
+        sort_keys=True,
+    )
     return NewMemory(
-        session=check_session(session, limits),
-        content=check_text("content", content, limits.max_content_chars),
-        occurred_at=parse_occurred_at(occurred_at),
-        metadata=check_metadata(metadata, limits),
+        session=checked_session,
+        content=checked_content,
+        occurred_at=instant,
+        metadata=checked_metadata,
         importance=importance,
         content_hash=hashlib.sha256(content.encode()).digest(),
-        supersedes=check_supersedes(supersedes, limits),
+        supersedes=checked_supersedes,
+        idempotency_key=key,
+        request_hash=hashlib.sha256(request.encode()).digest(),
     )
