@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from mcp_memory import __version__
+from mcp_memory.arguments import TYPE_RULE, StrictArguments
 from mcp_memory.pipeline.audit import AUDIT_KINDS
 from mcp_memory.pipeline.audit import list_audits as read_audits
 from mcp_memory.pipeline.audit import record
@@ -219,7 +220,8 @@ class _CheckedTool(Tool):
 
 def _tool(fn: Callable[..., Any]) -> Tool:
     tool = _CheckedTool.from_function(fn, annotations=_ANNOTATIONS[fn.__name__], structured_output=True)
-    tool.parameters = inline_refs(tool.parameters)
+    tool.fn_metadata = StrictArguments.of(tool.fn_metadata)  # strings as sent, one type rule (arguments.py)
+    tool.parameters = {**inline_refs(tool.parameters), "description": TYPE_RULE, "additionalProperties": False}
     if tool.fn_metadata.output_schema is not None:
         tool.fn_metadata.output_schema = inline_refs(tool.fn_metadata.output_schema)
     return tool
