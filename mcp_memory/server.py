@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp_types import ToolAnnotations
 from pydantic import Field, ValidationError
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -27,6 +28,7 @@ from mcp_memory.pipeline.audit import list_audits as read_audits
 from mcp_memory.pipeline.audit import record
 from mcp_memory.deps import Deps
 from mcp_memory.errors import InvalidInput
+from mcp_memory.jsonrpc import AnswerEveryRequest
 from mcp_memory.models import AuditList, DeleteResult, RecallResult, StoreResult, UsageStats
 from mcp_memory.pipeline.recall import recall
 from mcp_memory.schema import inline_refs
@@ -227,6 +229,15 @@ def _tool(fn: Callable[..., Any]) -> Tool:
     return tool
 
 
+class _Server(MCPServer):
+    """An MCPServer whose streamable HTTP app answers every JSON-RPC request (jsonrpc.py)."""
+
+    def streamable_http_app(self, **kwargs: Any) -> Starlette:
+        app = super().streamable_http_app(**kwargs)
+        app.add_middleware(AnswerEveryRequest, path=kwargs.get("streamable_http_path", "/mcp"))
+        return app
+
+
 def build_server(settings: Settings, deps: Deps | None = None) -> MCPServer:
     """Build the MCP server.
 
@@ -253,7 +264,7 @@ def build_server(settings: Settings, deps: Deps | None = None) -> MCPServer:
                     with anyio.CancelScope(shield=True):
                         await resources.close()
 
-    server = MCPServer(
+    server = _Server(
         name="mcp-memory",
         version=__version__,
         instructions=INSTRUCTIONS,
