@@ -98,7 +98,7 @@ class Deps:
             raise first from first.__cause__  # `from None` would also drop the error's own cause
         assert embedder is not None
         await migrate(url, embedder.model, embedder.dim)
-        self._pool = await open_pool(url, settings.pool_min_size, settings.pool_max_size)
+        self._pool = await open_pool(url, settings.pool_min_size, settings.pool_max_size, settings.statement_timeout_ms)
         repository = Repository(self._pool, embedder.model)
         self._llm = LlmClient(settings.llm, repository)
         # Start-up leaves ~180k objects (modules, the SDK, the model's wrappers) that live as long as
