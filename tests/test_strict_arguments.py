@@ -172,3 +172,18 @@ async def test_a_misspelt_occurred_at_is_refused_not_replaced_by_the_current_tim
     assert text == ("Error executing tool store_memory: ocurred_at: is not an argument of store_memory; it takes "
                     "content, importance, metadata, occurred_at, session, supersedes")
     assert await _count(pg_url) == 0
+
+
+LOOKALIKES = ["a", "A", "a ", " a", "a\u200d", "\u200da", "\u0430", "a\u0301", "\u00e1", "%", "_", "*", "\\", "'", '"',
+              "a%", "a_", "a*", "\u202ea", "\ufeffa"]
+
+
+async def test_session_names_that_look_alike_are_separate_sessions(client, pg_url):
+    stored = {session: await store(client, session, f"The boiler code is {index}.") for index, session in
+              enumerate(LOOKALIKES)}
+
+    for session, memory_id in stored.items():
+        recalled = await call(client, "recall_memory", {"session": session, "query": "boiler code"})
+        assert [m["memory_id"] for m in recalled["memories"]] == [memory_id], repr(session)
+    assert await _count(pg_url) == len(LOOKALIKES)
+    assert len(set(stored.values())) == len(LOOKALIKES)
