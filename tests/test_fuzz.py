@@ -20,8 +20,9 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import anyio
 import asyncpg
@@ -31,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from processes import ServerProcess, Spawner, free_port
 
+T = TypeVar("T")
 REPLY_S = 1.0
 BIG_REPLY_S = 5.0  # a store of a 32,000-character memory embeds ~60 windows: slower than a second on 2 shared cores
 TOOLS = ["store_memory", "recall_memory", "delete_memory", "list_audits", "usage_stats"]
@@ -203,6 +205,13 @@ class StdioTransport(Transport):
         return self._reply(timeout_s, None)
 
 
+def _run(query: Callable[[], Awaitable[T]]) -> T:
+    """Run a database check on a thread of its own: the suite's session-scoped async fixtures keep
+    an event loop open on this one."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, query).result(timeout=30)
+
+
 def _count(pg_url: str) -> int:
     async def count() -> int:
         connection = await asyncpg.connect(pg_url)
@@ -211,7 +220,7 @@ def _count(pg_url: str) -> int:
         finally:
             await connection.close()
 
-    return anyio.run(count)
+    return _run(count)
 
 
 def _counts(pg_url: str, sessions: list[str]) -> dict[str, int]:
@@ -224,7 +233,7 @@ def _counts(pg_url: str, sessions: list[str]) -> dict[str, int]:
         finally:
             await connection.close()
 
-    return anyio.run(count)
+    return _run(count)
 
 
 def _text(result: dict[str, Any]) -> str:
