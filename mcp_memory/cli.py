@@ -17,6 +17,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from mcp_memory import __version__
@@ -24,6 +25,7 @@ from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError, McpMemoryError
 from mcp_memory.http.app import serve_http
 from mcp_memory.http.auth import describe_auth, new_token, token_entry
+from mcp_memory.jsonrpc import answered_lines, forward_replies
 from mcp_memory.server import build_server
 from mcp_memory.settings import Settings
 
@@ -152,9 +154,13 @@ class _StdinLines:
 
 async def _serve_stdio(settings: Settings) -> None:
     server = build_server(settings)
-    async with stdio_server(stdin=_StdinLines()) as (read_stream, write_stream):  # type: ignore[arg-type]
+    errors, replies = anyio.create_memory_object_stream[SessionMessage](16)  # jsonrpc.py: every request answered
+    lines = answered_lines(_StdinLines(), errors)
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
         lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, with our stdin
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        async with anyio.create_task_group() as group:
+            group.start_soon(forward_replies, replies, write_stream)
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
 async def _doctor(settings: Settings) -> None:

@@ -103,7 +103,7 @@ class Deps:
         if settings.database_url is None:  # this server uses the embedded PostgreSQL: keep it running
             self._supervisor = Supervisor(settings.data_dir)
         await migrate(url, embedder.model, embedder.dim)
-        self._pool = await open_pool(url, settings.pool_min_size, settings.pool_max_size)
+        self._pool = await open_pool(url, settings.pool_min_size, settings.pool_max_size, settings.statement_timeout_ms)
         repository = Repository(self._pool, embedder.model)
         self._llm = LlmClient(settings.llm, repository)
         # Start-up leaves ~180k objects (modules, the SDK, the model's wrappers) that live as long as

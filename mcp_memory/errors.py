@@ -9,6 +9,7 @@
     ├── SchemaError                the database does not fit this server (pgvector too old, model changed)
     └── ProviderError              an outside service failed
         ├── DatabaseUnavailable    PostgreSQL could not be reached or dropped the connection
+        ├── StatementTimeout       a statement ran past statement_timeout_ms and PostgreSQL stopped it
         ├── EmbeddingError         the embedding model or endpoint failed
         └── ChatError              the LLM endpoint failed or answered nonsense
             └── MalformedReply     it answered, but not with the JSON asked for (after one repair)
@@ -35,6 +36,7 @@ __all__ = [
     "ProviderError",
     "RateLimited",
     "SchemaError",
+    "StatementTimeout",
 ]
 
 
@@ -80,6 +82,10 @@ class ProviderError(McpMemoryError):
 
 class DatabaseUnavailable(ProviderError):
     """PostgreSQL could not be reached or closed the connection; the call may be retried."""
+
+
+class StatementTimeout(ProviderError):
+    """PostgreSQL stopped a statement at ``statement_timeout_ms`` (its transaction, if any, rolled back)."""
 
 
 class EmbeddingError(ProviderError):

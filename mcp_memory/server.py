@@ -19,16 +19,19 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp_types import ToolAnnotations
 from pydantic import Field, ValidationError
+from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from mcp_memory import __version__
+from mcp_memory.arguments import TYPE_RULE, StrictArguments
 from mcp_memory.pipeline.audit import AUDIT_KINDS
 from mcp_memory.pipeline.audit import list_audits as read_audits
 from mcp_memory.pipeline.audit import record
 from mcp_memory.deps import Deps
 from mcp_memory.errors import InvalidInput
 from mcp_memory.gate import Gate
+from mcp_memory.jsonrpc import AnswerEveryRequest
 from mcp_memory.models import AuditList, DeleteResult, RecallResult, StoreResult, UsageStats
 from mcp_memory.pipeline.recall import recall
 from mcp_memory.schema import inline_refs
@@ -234,10 +237,20 @@ class _CheckedTool(Tool):
 
 def _tool(fn: Callable[..., Any]) -> Tool:
     tool = _CheckedTool.from_function(fn, annotations=_ANNOTATIONS[fn.__name__], structured_output=True)
-    tool.parameters = inline_refs(tool.parameters)
+    tool.fn_metadata = StrictArguments.of(tool.fn_metadata)  # strings as sent, one type rule (arguments.py)
+    tool.parameters = {**inline_refs(tool.parameters), "description": TYPE_RULE, "additionalProperties": False}
     if tool.fn_metadata.output_schema is not None:
         tool.fn_metadata.output_schema = inline_refs(tool.fn_metadata.output_schema)
     return tool
+
+
+class _Server(MCPServer):
+    """An MCPServer whose streamable HTTP app answers every JSON-RPC request (jsonrpc.py)."""
+
+    def streamable_http_app(self, **kwargs: Any) -> Starlette:
+        app = super().streamable_http_app(**kwargs)
+        app.add_middleware(AnswerEveryRequest, path=kwargs.get("streamable_http_path", "/mcp"))
+        return app
 
 
 def build_server(
@@ -275,7 +288,7 @@ def build_server(
                     with anyio.CancelScope(shield=True):
                         await resources.close()
 
-    server = MCPServer(
+    server = _Server(
         name="mcp-memory",
         version=__version__,
         instructions=INSTRUCTIONS,

@@ -128,6 +128,13 @@ class RecallSettings(BaseModel):
 
     vector_candidates: int = Field(100, ge=1, description="Candidates from vector search per query.")
     keyword_candidates: int = Field(100, ge=1, description="Candidates from keyword search per query.")
+    max_keyword_terms: int = Field(
+        32, ge=1, description="BM25 uses at most this many of a query's words, the rarest in the session first."
+    )
+    max_identifier_terms: int = Field(
+        4, ge=1, description="The identifier list matches at most this many of a query's identifiers, longest first."
+    )
+    max_bigram_terms: int = Field(48, ge=1, description="The CJK list matches at most this many character bigrams.")
     recent_candidates: int = Field(10, ge=0, description="Most recent memories added as a chronological list.")
     window_candidates: int = Field(20, ge=0, description="Memories inside the planner's time window.")
     rrf_k: int = Field(
@@ -354,6 +361,9 @@ class Settings(BaseSettings):
     database_url: str | None = Field(None, description="External PostgreSQL with pgvector >= 0.8.4; unset = embedded.")
     pool_min_size: int = Field(1, ge=0)
     pool_max_size: int = Field(10, ge=1)
+    statement_timeout_ms: int = Field(
+        5_000, ge=0, description="PostgreSQL stops any one statement of a tool call after this long (0: never)."
+    )
     log_level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(lambda v: str(v).upper())] = (
         "INFO"
     )

@@ -48,7 +48,7 @@ async def test_supersedes_of_the_wrong_json_kind_is_one_line_naming_it(client, p
     ("value", "expected"),
     [
         (None, "include_superseded: input should be a valid boolean; got null"),
-        (2, "include_superseded: input should be a valid boolean, unable to interpret input; got a number"),
+        (2, "include_superseded: input should be a valid boolean; got a number"),
         ([], "include_superseded: input should be a valid boolean; got a list"),
     ],
 )

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import asyncpg
 import numpy as np
 
-from mcp_memory.errors import DatabaseUnavailable
+from mcp_memory.errors import DatabaseUnavailable, StatementTimeout
 from mcp_memory.db.chronology import ChronologyQueries
 from mcp_memory.db.expansion import ExpansionQueries
 from mcp_memory.db.idempotency import IdempotencyQueries, KeyRow, KeyTaken, claim
@@ -81,6 +81,11 @@ class Repository(
                         if connection.is_closed():
                             raise ConnectionError(f"connection closed by the server: {exc}") from exc
                         raise
+                    except asyncpg.exceptions.QueryCanceledError as exc:  # statement_timeout (pool.py)
+                        raise StatementTimeout(
+                            "the database stopped a statement of this call at statement_timeout_ms; retry, or "
+                            f"use a shorter query ({exc})"
+                        ) from exc
                     except asyncio.CancelledError:
                         # Cancelled mid-statement, the connection's state is unknown: asyncpg 0.32
                         # drops a reply that lands in the loop pass that cancels its waiter and then

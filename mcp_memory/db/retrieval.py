@@ -154,7 +154,7 @@ class RetrievalQueries:
 
         return await self._run(work)
 
-    async def keyword_search(self, session: str, query: str, limit: int) -> list[tuple[str, float]]:
+    async def keyword_search(self, session: str, query: str, limit: int, max_terms: int = 32) -> list[tuple[str, float]]:
         """BM25 over the session's memories for the query's words, best first.
 
         Words are PostgreSQL's English lexemes (stemmed, stop words dropped), so tsquery syntax
@@ -167,26 +167,30 @@ class RetrievalQueries:
         alone. Postings (tf, length) come from ``memory_terms`` (migration 003; read by
         index-only scans since 005) and N and the total length from ``memory_stats`` (migration
         002), both kept by triggers. A word's df is counted on the index first, so the
-        postings of ignored words are never read; terms are summed in lexeme order.
+        postings of ignored words are never read; of the rest, only the ``max_terms`` rarest (ties by
+        lexeme) are read, so the postings a query reads are bounded whatever its length. Terms are
+        summed in lexeme order.
         """
         sql = """
             WITH stats AS (SELECT coalesce(sum(n), 0)::float8 AS n,
                                   greatest(sum(total_length)::numeric / nullif(sum(n), 0), 1)::float8 AS avgdl
                            FROM memory_stats WHERE session = $1),
             weights AS MATERIALIZED (
-                SELECT q.lexeme, ln(1 + (stats.n - d.df + 0.5) / (d.df + 0.5)) AS idf
-                FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $2))) q CROSS JOIN stats
-                CROSS JOIN LATERAL (SELECT count(*)::float8 AS df FROM memory_terms t
-                                    WHERE t.session = $1 AND t.lexeme = q.lexeme) d
-                WHERE d.df > 0 AND (stats.n < 20 OR d.df <= stats.n / 2)
-                ORDER BY q.lexeme)
+                SELECT * FROM (
+                    SELECT q.lexeme, ln(1 + (stats.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+                    FROM (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $2))) q CROSS JOIN stats
+                    CROSS JOIN LATERAL (SELECT count(*)::float8 AS df FROM memory_terms t
+                                        WHERE t.session = $1 AND t.lexeme = q.lexeme) d
+                    WHERE d.df > 0 AND (stats.n < 20 OR d.df <= stats.n / 2)
+                    ORDER BY d.df, q.lexeme LIMIT $4) rarest
+                ORDER BY lexeme)
             SELECT p.memory_id, sum(w.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / stats.avgdl))) AS score
             FROM weights w CROSS JOIN stats
             CROSS JOIN LATERAL (SELECT t.memory_id, t.tf::float8 AS tf, t.dl::float8 AS dl FROM memory_terms t
                                 WHERE t.session = $1 AND t.lexeme = w.lexeme) p
             GROUP BY p.memory_id ORDER BY score DESC, p.memory_id LIMIT $3
         """
-        rows = await self._run(lambda c: c.fetch(sql, session, query, limit))
+        rows = await self._run(lambda c: c.fetch(sql, session, query, limit, max_terms))
         return [(str(row["memory_id"]), float(row["score"])) for row in rows]
 
     async def trigram_search(

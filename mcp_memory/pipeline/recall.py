@@ -7,8 +7,11 @@ times them, keeps the result within ``max_response_chars``, and writes one audit
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
+
+import numpy as np
 
 from mcp_memory.pipeline.answer import answer
 from mcp_memory.pipeline.audit import record
@@ -72,6 +75,14 @@ def _recalled(candidate: Candidate) -> RecalledMemory:
     )
 
 
+def _first_windows(ready: Ready) -> Callable[[list[str]], Awaitable[list[np.ndarray]]]:
+    """Embed each query's first window (``embedding.chunk_tokens`` word pieces, as a memory's first
+    vector): the model is trained on 256 and fastembed reads 512, so a 4,000-character query cost
+    0.8 s of model time (benchmarks/RESULTS.md); a question is far shorter than a window."""
+    embedder = ready.embedder
+    return lambda texts: embedder.embed_batch([embedder.windows(text)[0] for text in texts])
+
+
 async def recall(
     ready: Ready, session: str, query: str, top_k: int | None = None, include_superseded: bool = False
 ) -> RecallResult:
@@ -105,7 +116,7 @@ async def recall(
     clock.lap("plan")
     # The vector list reaches at least top_k deep, so a session of top_k memories fills the result.
     depth = tuning.model_copy(update={"vector_candidates": max(tuning.vector_candidates, top_k)})
-    searched = await search(ready.repository, ready.vectors, session, plan, ready.embedder.embed_batch, depth)
+    searched = await search(ready.repository, ready.vectors, session, plan, _first_windows(ready), depth)
     clock.split("embed", "search", searched.embed_ms)
     lists = searched.lists
 

@@ -133,6 +133,11 @@ async def search(
     embed_ms = 0.0
     embed_note: str | None = None
     cjk, identifiers = trigram_terms(plan.queries)
+    # Each list's work grows with its terms times the session (a 4,000-character query of 800
+    # identifiers took 14 s in 300 memories; benchmarks/RESULTS.md): the longest identifiers are
+    # the most selective (more trigrams to share), and a question has far fewer than the caps.
+    identifiers = sorted(identifiers, key=len, reverse=True)[: settings.max_identifier_terms]
+    bigrams = cjk_bigrams(cjk)[: settings.max_bigram_terms]
     started = time.perf_counter()
 
     async def vector_lists() -> None:
@@ -158,7 +163,7 @@ async def search(
         embedded.set(vectors)
 
     async def keyword_list(index: int, query: str) -> None:
-        hits = await repository.keyword_search(session, query, settings.keyword_candidates)
+        hits = await repository.keyword_search(session, query, settings.keyword_candidates, settings.max_keyword_terms)
         lists[f"keyword:{index}"] = [memory_id for memory_id, _ in hits]
 
     async def trigram_list(name: str, terms: list[str], threshold: float) -> None:
@@ -188,8 +193,8 @@ async def search(
             group.start_soon(vector_lists)
             for number, query in enumerate(plan.queries):
                 group.start_soon(keyword_list, number, query)
-            if cjk:
-                group.start_soon(bigram_list, cjk_bigrams(cjk))
+            if bigrams:
+                group.start_soon(bigram_list, bigrams)
             if identifiers:
                 group.start_soon(trigram_list, "trigram:id", identifiers, _IDENTIFIER_THRESHOLD)
             if settings.entity_weight and (names := query_names(plan.queries[0])):

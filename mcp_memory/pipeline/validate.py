@@ -34,6 +34,12 @@ _JSON_KINDS = {bool: "a boolean", int: "a number", float: "a number", str: "a st
                dict: "an object", type(None): "null"}
 
 
+def _json_kind(value: Any) -> str:
+    if isinstance(value, float) and not value.is_integer():
+        return "a number with a fraction"
+    return _JSON_KINDS.get(type(value), "another kind of value")
+
+
 def argument_error(errors: list[dict[str, Any]]) -> InvalidInput:
     """One line naming the first argument that failed the tool's schema (pydantic's ``errors()``).
 
@@ -52,7 +58,7 @@ def argument_error(errors: list[dict[str, Any]]) -> InvalidInput:
         first = errors[0]
         where, message = names[0], first["msg"]
         problem = message[:1].lower() + message[1:]
-        problem += f"; got {_JSON_KINDS.get(type(first.get('input')), 'another kind of value')}"
+        problem += f"; got {_json_kind(first.get('input'))}"
         others = len(errors) - 1
     if others:
         problem += f" (and {others} more problem(s) with the arguments)"

@@ -1,0 +1,105 @@
+"""How tool arguments are read: exactly as the client sent them, under one type rule for every field.
+
+The SDK's ``FuncMetadata.pre_parse_json`` runs ``json.loads`` on every string argument whose
+annotation is not plain ``str``: a session named ``null`` or ``[1]`` (a ``str | None`` confirm)
+arrived as ``None`` or a list, ``kind="null"`` as no filter, ``memory_id="null"`` as missing. Pydantic's
+lax mode then read ``true`` as 1, ``"yes"`` as true and ``2.0`` as 2. ``StrictArguments`` replaces
+both steps for every argument of every tool, present and future:
+
+- a field that may hold a string gets the exact string sent, never parsed;
+- an integer is a JSON integer, or a whole number written with a fraction (``2.0``; JSON Schema's
+  ``integer``), or a string of decimal digits (``"5"``: field case B27, some clients send numbers
+  so); never a boolean, never a fraction (``2.5``);
+- a number (``importance``) is a JSON number or a string holding one (``"0.5"``); never a boolean;
+- a boolean is only JSON ``true`` or ``false``;
+- a list or object is JSON, or a string holding its JSON (``supersedes='["..."]'``: Claude Desktop
+  sends them so); this is the only parse, and only for fields that can never be a string.
+
+Anything else fails validation in strict mode; ``argument_error`` turns that into one line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+from typing import Any, Literal, Union, get_args, get_origin
+
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+
+__all__ = ["TYPE_RULE", "StrictArguments"]
+
+TYPE_RULE = (
+    "Arguments are JSON of the types shown; unknown names are refused. An integer may be sent as a string "
+    "of digits (\"5\") and a number as a string holding one (\"0.5\"); booleans are never numbers, fractions "
+    "never integers, and a boolean is only true or false. Strings are kept exactly as sent."
+)
+"""The rule in one paragraph, published as the description of every tool's input schema."""
+
+Kind = Literal["string", "integer", "number", "boolean", "json", "other"]
+
+_DIGITS = re.compile(r"-?[0-9]{1,30}")  # a longer string stays a string and is refused as one
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]{0,30})(?:\.[0-9]{1,30})?(?:[eE][+-]?[0-9]{1,3})?")
+
+
+def _kind(annotation: Any) -> Kind:
+    """The JSON kind a field takes; a field that admits a string is a string field."""
+    members = get_args(annotation) if get_origin(annotation) in (Union, types.UnionType) else (annotation,)
+    members = tuple(member for member in members if member is not type(None))
+    origins = {get_origin(member) or member for member in members}
+    if str in origins:
+        return "string"
+    if origins == {bool}:
+        return "boolean"
+    if origins == {int}:
+        return "integer"
+    if origins == {float}:
+        return "number"
+    if origins <= {list, dict}:
+        return "json"
+    return "other"
+
+
+def _read(kind: Kind, value: Any) -> Any:
+    """``value`` as the type rule reads it for a field of ``kind``; anything else is left for strict validation."""
+    if kind == "integer":
+        if isinstance(value, str) and _DIGITS.fullmatch(value):
+            return int(value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+    elif kind == "number":
+        if isinstance(value, str) and _JSON_NUMBER.fullmatch(value):
+            return float(value)
+    elif kind == "json" and isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+        return parsed if isinstance(parsed, list | dict) else value
+    return value
+
+
+class StrictArguments(FuncMetadata):
+    """A tool's argument model validated under the type rule above, in pydantic's strict mode."""
+
+    @classmethod
+    def of(cls, metadata: FuncMetadata) -> StrictArguments:
+        """The same argument model and output schema as ``metadata``, read strictly."""
+        return cls(arg_model=metadata.arg_model, output_schema=metadata.output_schema,
+                   output_model=metadata.output_model, wrap_output=metadata.wrap_output)
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Each argument as the type rule reads it; string fields are never parsed."""
+        kinds: dict[str, Kind] = {}
+        for name, field in self.arg_model.model_fields.items():
+            kinds[field.alias or name] = _kind(field.annotation)
+        return {name: _read(kinds.get(name, "other"), value) for name, value in data.items()}
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        """Validate in strict mode (no lax coercion) after ``pre_parse_json``.
+
+        Raises:
+            pydantic.ValidationError: an argument of the wrong JSON kind, or a missing one.
+        """
+        model = self.arg_model.model_validate(self.pre_parse_json(arguments_to_validate), strict=True)
+        return model.model_dump_one_level()

@@ -1,0 +1,180 @@
+"""Every JSON-RPC request gets an answer, over streamable HTTP and over stdio (real ``mcp-memory serve``).
+
+Issue 11: a request whose ``id`` was an object got HTTP 202 and no reply; over stdio, malformed
+lines and such requests got silence. mcp_memory/jsonrpc.py answers them; the SDK answers the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from processes import ServerProcess, Spawner, free_port, spawn  # noqa: F401 - spawn is a fixture
+
+from mcp_memory.jsonrpc import envelope_error
+
+pytestmark = pytest.mark.anyio
+
+REPLY_TIMEOUT_S = 5.0
+INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+
+# (raw body, expected code, expected id in the reply, expected message start)
+MALFORMED = [
+    (b'{"jsonrpc":"2.0","id":{},"method":"tools/list"}', -32600, None,
+     "Invalid Request: id must be a string or an integer; got an object"),
+    (b'{"jsonrpc":"2.0","id":{"a":1},"method":"tools/call","params":{"name":"usage_stats","arguments":{}}}', -32600,
+     None, "Invalid Request: id must be a string or an integer; got an object"),
+    (b'{"jsonrpc":"2.0","id":[1],"method":"tools/list"}', -32600, None,
+     "Invalid Request: id must be a string or an integer; got a list"),
+    (b'{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', -32600, None,
+     "Invalid Request: id must be a string or an integer; got a number with a fraction"),
+    (b'{"jsonrpc":"2.0","id":true,"method":"tools/list"}', -32600, None,
+     "Invalid Request: id must be a string or an integer; got a boolean"),
+    (b'{"jsonrpc":"2.0","id":null,"method":"tools/list"}', -32600, None,
+     "Invalid Request: id must be a string or an integer; got null"),
+    (b'{"jsonrpc":"2.0","id":7,"method":', -32700, None, "Parse error: "),
+    (b'{"jsonrpc":"2.0","id":7,"method":"tools/list","x":"\\ud800"}', -32700, None, "Parse error: "),
+    (b'[{"jsonrpc":"2.0","id":7,"method":"tools/list"}]', -32600, None, "Invalid Request: batches are not supported"),
+    (b'"tools/list"', -32600, None, "Invalid Request: a message is a JSON object; got a string"),
+    (b'{"jsonrpc":"1.0","id":7,"method":"tools/list"}', -32600, 7, 'Invalid Request: jsonrpc must be "2.0"'),
+    (b'{"jsonrpc":"2.0","id":"q","method":5}', -32600, "q", "Invalid Request: method must be a string; got an integer"),
+    (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":"x"}', -32600, 7,
+     "Invalid Request: params must be an object; got a string"),
+    (b'{"jsonrpc":"2.0","id":7}', -32600, 7, "Invalid Request: a message needs a method"),
+]
+IDS = [body.decode(errors="replace")[:40] for body, *_ in MALFORMED]
+
+
+def test_a_well_formed_request_notification_and_response_pass_the_envelope_check() -> None:
+    assert envelope_error(b'{"jsonrpc":"2.0","id":"a","method":"tools/list"}') is None
+    assert envelope_error(b'{"jsonrpc":"2.0","id":-3,"method":"tools/call","params":{}}') is None
+    assert envelope_error(b'{"jsonrpc":"2.0","method":"notifications/initialized"}') is None
+    assert envelope_error(b'{"jsonrpc":"2.0","id":1,"result":{}}') is None
+
+
+# --- streamable HTTP -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def http_port(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    spawner = Spawner(tmp_path_factory.mktemp("jsonrpc-http"))
+    try:
+        port = free_port()
+        spawner.http(spawner.data_dir(), port, MCP_MEMORY_DATABASE_URL=pg_url).wait_healthy(port)
+        yield port
+    finally:
+        spawner.close()
+
+
+def _headers(version: str, session_id: str | None = None) -> dict[str, str]:
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "MCP-Protocol-Version": version}
+    if session_id:
+        headers["Mcp-Session-Id"] = session_id
+    return headers
+
+
+def _session(port: int) -> str:
+    url = f"http://127.0.0.1:{port}/mcp"
+    init = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT},
+                      headers=_headers("2025-11-25"), timeout=REPLY_TIMEOUT_S)
+    session_id = init.headers["mcp-session-id"]
+    httpx.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+               headers=_headers("2025-11-25", session_id), timeout=REPLY_TIMEOUT_S)
+    return session_id
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize(("body", "code", "request_id", "message"), MALFORMED, ids=IDS)
+def test_a_malformed_message_over_http_gets_400_and_a_json_rpc_error(
+    http_port: int, version: str, body: bytes, code: int, request_id: Any, message: str
+) -> None:
+    session_id = _session(http_port) if version == "2025-11-25" else None
+
+    response = httpx.post(f"http://127.0.0.1:{http_port}/mcp", content=body, headers=_headers(version, session_id),
+                          timeout=REPLY_TIMEOUT_S)
+
+    assert response.status_code == 400, response.text
+    reply = response.json()
+    assert reply["jsonrpc"] == "2.0" and reply["id"] == request_id
+    assert reply["error"]["code"] == code
+    assert reply["error"]["message"].startswith(message), reply
+    assert "\n" not in reply["error"]["message"]
+
+
+def test_the_http_server_still_answers_after_malformed_messages(http_port: int) -> None:
+    session_id = _session(http_port)
+    url = f"http://127.0.0.1:{http_port}/mcp"
+    for body, *_ in MALFORMED:
+        httpx.post(url, content=body, headers=_headers("2025-11-25", session_id), timeout=REPLY_TIMEOUT_S)
+
+    listed = httpx.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                        headers=_headers("2025-11-25", session_id), timeout=REPLY_TIMEOUT_S)
+
+    assert listed.status_code == 200
+    assert len(listed.json()["result"]["tools"]) == 5
+
+
+# --- stdio -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def stdio_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    spawner = Spawner(tmp_path_factory.mktemp("jsonrpc-stdio"))
+    try:
+        server = spawner.stdio(spawner.data_dir(), MCP_MEMORY_DATABASE_URL=pg_url)
+        server.initialize("2025-11-25")
+        yield server
+    finally:
+        spawner.close()
+
+
+def _write_line(server: ServerProcess, raw: bytes) -> None:
+    assert server.proc.stdin is not None
+    server.proc.stdin.write(raw + b"\n")
+    server.proc.stdin.flush()
+
+
+@pytest.mark.parametrize(("body", "code", "request_id", "message"), MALFORMED, ids=IDS)
+def test_a_malformed_line_over_stdio_gets_a_json_rpc_error_line(
+    stdio_server: ServerProcess, body: bytes, code: int, request_id: Any, message: str
+) -> None:
+    _write_line(stdio_server, body)
+
+    reply = stdio_server.receive(REPLY_TIMEOUT_S)
+
+    assert reply["jsonrpc"] == "2.0" and reply["id"] == request_id
+    assert reply["error"]["code"] == code
+    assert reply["error"]["message"].startswith(message), reply
+
+
+@pytest.mark.parametrize(
+    ("params", "method", "check"),
+    [
+        (None, "no/such/method", lambda r: r["error"]["code"] == -32601),
+        ({"name": "forget_everything", "arguments": {}}, "tools/call",
+         lambda r: r["result"]["isError"] and "forget_everything" in r["result"]["content"][0]["text"]),
+        ({"name": "recall_memory"}, "tools/call",
+         lambda r: r["result"]["content"][0]["text"] == "Error executing tool recall_memory: session, query: are required"),
+        ({"name": "store_memory", "arguments": {"session": "s", "content": "x", "top_k": 1}}, "tools/call",
+         lambda r: "top_k: is not an argument of store_memory" in r["result"]["content"][0]["text"]),
+    ],
+    ids=["unknown-method", "unknown-tool", "missing-arguments", "unknown-argument"],
+)
+def test_unknown_methods_tools_and_missing_arguments_are_answered_over_stdio(
+    stdio_server: ServerProcess, params: dict[str, Any] | None, method: str, check: Any
+) -> None:
+    reply = stdio_server.response(stdio_server.request(method, params), REPLY_TIMEOUT_S)
+
+    assert check(reply), json.dumps(reply)[:500]
+
+
+def test_blank_lines_are_skipped_and_the_next_request_is_answered(stdio_server: ServerProcess) -> None:
+    _write_line(stdio_server, b"   ")
+
+    reply = stdio_server.response(stdio_server.request("tools/list"), REPLY_TIMEOUT_S)
+
+    assert len(reply["result"]["tools"]) == 5

@@ -1,0 +1,69 @@
+"""A recall's work is bounded by its query: term caps per list, and a timeout on every statement.
+
+Issue 11: a 4,000-character query of identifier-like words (``word0 word1 ...``) took 14 s in a
+300-memory session; the identifier list ran ``word_similarity`` for every term on every memory.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from benchmarks.query_cost import adversarial_query, memory_text
+from conftest import make_settings
+from tools import call, served, store
+
+pytestmark = pytest.mark.anyio
+
+MEMORIES = 120
+BOUND_S = 2.0  # before the caps: 8.5 s (120 memories, loaded 2-core machine); after: 0.3-0.5 s
+
+
+async def _fill(client, session: str) -> None:
+    rng = random.Random(11)
+    for i in range(MEMORIES):
+        await call(client, "store_memory", {"session": session, "content": memory_text(rng, i)})
+
+
+async def test_a_query_of_513_identifiers_at_the_length_limit_answers_within_two_seconds(
+    pg_url, tmp_path, empty_tables
+):
+    query = adversarial_query(4000)
+    async with served(make_settings(pg_url, tmp_path)) as client:
+        await _fill(client, "s")
+        await call(client, "recall_memory", {"session": "s", "query": "which build failed with E17?"})
+
+        started = time.perf_counter()
+        recalled = await call(client, "recall_memory", {"session": "s", "query": query})
+        elapsed = time.perf_counter() - started
+
+    assert len(query) == 3993 and len(query.split()) == 513
+    assert recalled["memories"], "the capped lists still find memories naming some of the words"
+    assert elapsed < BOUND_S, f"{elapsed:.2f} s"
+
+
+async def test_a_statement_past_statement_timeout_ms_is_a_clear_error(pg_url, tmp_path, empty_tables):
+    settings = make_settings(pg_url, tmp_path, statement_timeout_ms=20,
+                             recall={"max_identifier_terms": 1000, "max_keyword_terms": 1000})
+    async with served(settings) as client:
+        await _fill(client, "s")
+
+        result = await client.call_tool("recall_memory", {"session": "s", "query": adversarial_query(4000)})
+
+    assert result.is_error
+    assert result.content[0].text == (
+        "Error executing tool recall_memory: the database stopped a statement of this call at statement_timeout_ms; "
+        "retry, or use a shorter query (canceling statement due to statement timeout)"
+    )
+
+
+async def test_the_identifier_list_matches_only_the_four_longest_identifiers_of_a_query(client):
+    codes = ["alpha-1111111111", "bravo-22222222", "carlo-333333", "delta-44444", "echo-5555", "foxy-666"]
+    ids = {code: await store(client, "s", f"Ticket {code} was closed.") for code in codes}
+
+    await call(client, "recall_memory", {"session": "s", "query": "status of " + " ".join(reversed(codes))})
+    audits = await call(client, "list_audits", {"session": "s", "kind": "recall", "limit": 1})
+
+    assert set(audits["audits"][0]["detail"]["candidates"]["trigram:id"]) == {ids[code] for code in codes[:4]}
