@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 import time
 
+import anyio
+import asyncpg
 import pytest
 
 from benchmarks.query_cost import adversarial_query, memory_text
@@ -67,3 +69,30 @@ async def test_the_identifier_list_matches_only_the_four_longest_identifiers_of_
     audits = await call(client, "list_audits", {"session": "s", "kind": "recall", "limit": 1})
 
     assert set(audits["audits"][0]["detail"]["candidates"]["trigram:id"]) == {ids[code] for code in codes[:4]}
+
+
+
+async def test_deleting_a_whole_session_is_not_cut_short_by_statement_timeout_ms(pg_url, tmp_path, empty_tables):
+    """statement_timeout_ms bounds what a recall can cost; it must not make a session undeletable when its
+    delete takes longer (a big session, or here a row another transaction holds for 0.5 s)."""
+    async with served(make_settings(pg_url, tmp_path)) as client:
+        await _fill(client, "big")
+
+    holder = await asyncpg.connect(pg_url)
+    try:
+        async with served(make_settings(pg_url, tmp_path, statement_timeout_ms=100)) as client:
+            async with anyio.create_task_group() as group:
+                held = holder.transaction()
+                await held.start()
+                await holder.execute("SELECT 1 FROM memories WHERE session = 'big' LIMIT 1 FOR UPDATE")
+
+                async def release() -> None:
+                    await anyio.sleep(0.5)  # the scenario: a transaction that outlasts the statement timeout
+                    await held.rollback()
+
+                group.start_soon(release)
+                deleted = await call(client, "delete_memory", {"session": "big", "all": True, "confirm": "big"})
+    finally:
+        await holder.close()
+
+    assert deleted == {"deleted": True, "count": MEMORIES}

@@ -59,7 +59,7 @@ async def test_list_audits_refuses_a_kind_that_only_looks_like_json(client, kind
     text = await _error(client, "list_audits", {"session": "s", "kind": kind})
 
     assert text == ("Error executing tool list_audits: kind: must be one of recall, delete, delete_session, "
-                    f"supersede, usage_reset; got {kind!r}")
+                    f"supersede; got {kind!r}")
 
 
 async def test_memory_id_null_is_a_bad_memory_id_not_a_missing_one(client, pg_url):
@@ -114,8 +114,6 @@ async def test_confirm_that_looks_like_json_must_equal_the_session_as_text(clien
         ("delete_memory", {"all": 1}, "all: input should be a valid boolean; got a number"),
         ("delete_memory", {"confirm": True}, "confirm: input should be a valid string; got a boolean"),
         ("list_audits", {"limit": False}, "limit: input should be a valid integer; got a boolean"),
-        ("usage_stats", {"reset": "yes"}, "reset: input should be a valid boolean; got a string"),
-        ("usage_stats", {"reset": 0}, "reset: input should be a valid boolean; got a number"),
     ],
 )
 async def test_a_value_outside_the_type_rule_is_one_line_naming_the_field(client, pg_url, tool, arguments, expected):
@@ -170,7 +168,7 @@ async def test_a_misspelt_occurred_at_is_refused_not_replaced_by_the_current_tim
     text = await _error(client, "store_memory", {"session": "s", "content": "x", "ocurred_at": "2020-01-01"})
 
     assert text == ("Error executing tool store_memory: ocurred_at: is not an argument of store_memory; it takes "
-                    "content, importance, metadata, occurred_at, session, supersedes")
+                    "content, idempotency_key, importance, metadata, occurred_at, session, supersedes")
     assert await _count(pg_url) == 0
 
 

@@ -202,10 +202,21 @@ class Repository(
         return row["deleted"] > 0, list(row["current_again"])
 
     async def delete_session(self, session: str) -> int:
-        """Delete every memory of ``session`` and its idempotency keys; returns how many memories."""
-        status = await self._run(lambda c: c.execute(
-            "WITH keys AS (DELETE FROM idempotency_keys WHERE session = $1) DELETE FROM memories WHERE session = $1",
-            session))
+        """Delete every memory of ``session`` and its idempotency keys; returns how many memories.
+
+        Not bounded by ``statement_timeout_ms`` (which bounds what a query can cost): a big session,
+        or rows another transaction holds, must never make a session undeletable. asyncpg's
+        command timeout (60 s) still bounds the wait.
+        """
+
+        async def work(connection: asyncpg.Connection) -> str:
+            async with connection.transaction():
+                await connection.execute("SET LOCAL statement_timeout = 0")
+                return await connection.execute(
+                    "WITH keys AS (DELETE FROM idempotency_keys WHERE session = $1) "
+                    "DELETE FROM memories WHERE session = $1", session)
+
+        status = await self._run(work)
         return int(status.split()[-1])
 
     async def count(self, session: str) -> int:
