@@ -16,15 +16,19 @@ LoCoMo turn). A run with errors is reported, not failed.
 
 All clients come from 127.0.0.1 (one key for the session bound), so the server is started with
 ``http.max_sessions_per_client`` at ``--max-sessions-per-client`` (default: clients + 8), as an
-operator would for a platform that runs many sessions under one token.
+operator would for a platform that runs many sessions under one token. ``--auth``: the server gets a
+config with one fresh static token (``[[auth.tokens]]``, sessions ``*``, can_delete) and every client
+sends it, so the run includes token checks and the per-token session bound.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
+import secrets
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -49,12 +53,17 @@ class Run:
         self.acknowledged: dict[str, dict[str, str]] = defaultdict(dict)  # session -> memory_id -> content
 
 
+def _client(args: argparse.Namespace, connections: int = 2) -> McpHttp:
+    client = McpHttp(args.port, connections=connections)
+    if args.token:
+        client.headers["authorization"] = f"Bearer {args.token}"
+    return client
+
+
 async def client_loop(args: argparse.Namespace, run: Run, number: int, tag: str, texts: list[str], deadline: float) -> None:
     rng = random.Random(number)
     session = f"load-{tag}-{number}"
-    client = McpHttp(args.port, connections=2)
-    if args.token:
-        client.headers["authorization"] = f"Bearer {args.token}"
+    client = _client(args)
     try:
         async with client:
             serial = 0
@@ -95,9 +104,7 @@ async def lost_writes(args: argparse.Namespace, run: Run, database_url: str) -> 
     missing = [pair for pair in acknowledged if pair not in present]
     sample = random.Random(0).sample(acknowledged, min(args.verify_sample, len(acknowledged)))
     not_found = []
-    async with McpHttp(args.port, connections=4) as client:
-        if args.token:
-            client.headers["authorization"] = f"Bearer {args.token}"
+    async with _client(args, connections=4) as client:
         for session, memory_id in sample:
             result, _ = await client.call("recall_memory", {"session": session, "query": run.acknowledged[session][memory_id],
                                                             "top_k": 10})
@@ -134,7 +141,7 @@ async def one_run(args: argparse.Namespace, server: ServerProcess, clients: int,
     }
     report["lost_writes"] = await lost_writes(args, run, database_url)
     print(json.dumps(report), flush=True)
-    async with McpHttp(args.port, connections=4) as client:  # leave the database as it was
+    async with _client(args, connections=4) as client:  # leave the database as it was
         for session in run.acknowledged:
             await client.call("delete_memory", {"session": session, "all": True, "confirm": session})
     return report
@@ -146,9 +153,16 @@ async def main(args: argparse.Namespace) -> None:
     bound = args.max_sessions_per_client or max(args.clients) + 8
     env = {"MCP_MEMORY_HTTP__MAX_SESSIONS_PER_CLIENT": str(bound)}
     reports = []
-    with ServerProcess(args.data_dir, args.port, env=env) as server:
+    server_args: list[str] = []
+    if args.auth:
+        args.token = secrets.token_urlsafe(32)
+        config = args.data_dir / "bench-auth.toml"
+        config.write_text('[[auth.tokens]]\nname = "bench"\ntoken_sha256 = "%s"\nsessions = ["*"]\ncan_delete = true\n'
+                          % hashlib.sha256(args.token.encode()).hexdigest())
+        server_args = ["--config", str(config)]
+    with ServerProcess(args.data_dir, args.port, env=env, args=server_args) as server:
         database_url = await anyio.to_thread.run_sync(start_embedded, args.data_dir)  # joins the server's
-        async with McpHttp(args.port) as warm:
+        async with _client(args) as warm:
             await warm.call("store_memory", {"session": "load-warmup", "content": "warm-up"})
             await warm.call("recall_memory", {"session": "load-warmup", "query": "warm-up"})
             await warm.call("delete_memory", {"session": "load-warmup", "all": True, "confirm": "load-warmup"})
@@ -166,6 +180,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--duration-s", type=float, default=60.0)
     parser.add_argument("--store-share", type=float, default=0.5, help="share of calls that store (after each client's first)")
     parser.add_argument("--token", help="send Authorization: Bearer TOKEN (for a server with auth)")
+    parser.add_argument("--auth", action="store_true", help="start the server with one fresh static token and send it")
     parser.add_argument("--max-sessions-per-client", type=int, help="the server's http.max_sessions_per_client")
     parser.add_argument("--verify-sample", type=int, default=200, help="acknowledged ids recalled by content afterwards")
     parser.add_argument("--json", type=Path)

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from fake_openai import FakeOpenAI
 from mcp import Client
+from tools import served
 
 from mcp_memory.deps import Deps
 from mcp_memory.server import build_server
@@ -109,4 +111,19 @@ async def empty_tables(pg_url: str, deps: Deps) -> None:
 async def client(base_settings: Settings, deps: Deps, empty_tables: None) -> AsyncIterator[Client]:
     """An MCP client connected in process to a server over the shared resources."""
     async with Client(build_server(base_settings, deps), mode="legacy") as connected:
+        yield connected
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    """The scripted OpenAI-compatible server (tests/fake_openai.py) on 127.0.0.1."""
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+async def answering(pg_url: str, work_dir: Path, fake: FakeOpenAI, empty_tables: None) -> AsyncIterator[Client]:
+    """A server of its own whose answer model is ``fake`` (no planner)."""
+    llm = {"base_url": fake.base_url, "api_key": "k", "answer_model": "fake-answer", "timeout_s": 1.0, "max_retries": 0}
+    async with served(make_settings(pg_url, work_dir, llm=llm)) as connected:
         yield connected

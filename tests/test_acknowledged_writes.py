@@ -8,8 +8,7 @@ failed) leaves nothing: no memory, no chunk, no idempotency key.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import asyncpg
@@ -18,27 +17,17 @@ from conftest import make_settings
 from fake_openai import FakeOpenAI, default_embedding
 from mcp import Client
 from processes import fresh_db  # noqa: F401 - a fixture
-
-from mcp_memory.deps import Deps
-from mcp_memory.server import build_server
+from tools import served
 
 pytestmark = pytest.mark.anyio
 
 WINDOW_CHARS = 64  # chunk_tokens 16 x 4 characters per token, no overlap (OpenAIEmbedder.windows)
 
 
-@asynccontextmanager
-async def _served_with(fake: FakeOpenAI, url: str, work_dir: Path) -> AsyncIterator[Client]:
-    settings = make_settings(url, work_dir, embedding={
+def _served_with(fake: FakeOpenAI, url: str, work_dir: Path) -> AbstractAsyncContextManager[Client]:
+    return served(make_settings(url, work_dir, embedding={
         "provider": "openai", "base_url": fake.base_url, "model": "fake-embed", "dim": 384, "batch_size": 1,
-        "max_retries": 0, "chunk_tokens": 16, "chunk_overlap_tokens": 0})
-    deps = Deps(settings)
-    await deps.start()
-    try:
-        async with Client(build_server(settings, deps), mode="legacy") as client:
-            yield client
-    finally:
-        await deps.close()
+        "max_retries": 0, "chunk_tokens": 16, "chunk_overlap_tokens": 0}))
 
 
 async def _table_counts(url: str) -> dict[str, int]:

@@ -22,12 +22,6 @@ REFUSAL = "Not enough memories in this session to answer this question."
 MEMORY_ID = re.compile(r'<memory id="([0-9a-f-]{36})"')
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
 def _llm(fake: FakeOpenAI, plan: bool, answer: bool) -> dict[str, Any]:
     return {
         "base_url": fake.base_url,

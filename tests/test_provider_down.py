@@ -12,8 +12,7 @@ The embedding endpoint and the LLM are tests/fake_openai.py, or a closed port.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,6 @@ from fake_openai import FakeOpenAI
 from mcp import Client
 from processes import free_port, fresh_db  # noqa: F401 - fresh_db is a fixture
 
-from mcp_memory.deps import Deps
-from mcp_memory.server import build_server
 from tools import served
 
 pytestmark = pytest.mark.anyio
@@ -33,18 +30,10 @@ pytestmark = pytest.mark.anyio
 FACTS = ["The boiler is serviced in October by Heatwise", "My sister lives in Lisbon near the river"]
 
 
-@asynccontextmanager
-async def _served_with_embeddings(base_url: str, url: str, work_dir: Path) -> AsyncIterator[Client]:
-    settings = make_settings(url, work_dir, embedding={
+def _served_with_embeddings(base_url: str, url: str, work_dir: Path) -> AbstractAsyncContextManager[Client]:
+    return served(make_settings(url, work_dir, embedding={
         "provider": "openai", "base_url": base_url, "model": "fake-embed", "dim": 384, "max_retries": 0,
-        "timeout_s": 5})
-    deps = Deps(settings)
-    await deps.start()
-    try:
-        async with Client(build_server(settings, deps), mode="legacy") as client:
-            yield client
-    finally:
-        await deps.close()
+        "timeout_s": 5}))
 
 
 async def _counts(url: str) -> dict[str, int]:

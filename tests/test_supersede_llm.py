@@ -27,12 +27,6 @@ CANDIDATE = re.compile(r'<memory id="([0-9a-f-]{36})" occurred_at="[^"]+">')
 NEW = re.compile(r'^<new_memory id="([0-9a-f-]{36})" occurred_at="([^"]+)">(.*)</new_memory>$', re.MULTILINE)
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
 async def _client(pg_url, work_dir, fake: FakeOpenAI, **overrides: Any) -> AsyncIterator[Client]:
     llm = {"base_url": fake.base_url, "api_key": "test-key", "supersede_model": "fake-supersede",
            "timeout_s": 1.0, "max_retries": 0, **overrides.pop("llm", {})}

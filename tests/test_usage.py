@@ -6,36 +6,21 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
 
 import anyio
 import anyio.to_thread
 import asyncpg
 import pytest
-from conftest import make_settings
 from fake_openai import ChatReply, FakeOpenAI
 from mcp import Client
 
 from mcp_memory.access import ALL_SESSIONS, SessionScope
 from mcp_memory.pipeline.usage import reset_usage, usage_stats
-from tools import call, served, store
+from tools import call, store
 
 pytestmark = pytest.mark.anyio
 
 SESSIONS = ("team:a:notes", "team:a:chat", "team:b:notes", "team_a")
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture
-async def answering(pg_url, work_dir, fake, empty_tables) -> AsyncIterator[Client]:
-    llm = {"base_url": fake.base_url, "api_key": "k", "answer_model": "fake-answer", "timeout_s": 1.0, "max_retries": 0}
-    async with served(make_settings(pg_url, work_dir, llm=llm)) as client:
-        yield client
 
 
 async def _recall_once_in_each_session(client: Client, fake: FakeOpenAI) -> None:
