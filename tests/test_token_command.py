@@ -86,3 +86,14 @@ def test_a_config_error_names_the_key_but_never_echoes_a_secret(tmp_path: Path, 
                           env=server_env(tmp_path / "data"), capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and done.stderr.startswith("mcp-memory: invalid settings: "), done.stderr
     assert SECRET[:12] not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("text", ['te"am', "back\\slash", "del\x7fete", "tab\there", "line\nbreak", "\u00e9\u200b\U0001f511"])
+def test_the_printed_entry_parses_back_to_the_same_name_and_sessions(text: str) -> None:
+    """The entry is pasted into config.toml as printed: TOML must read back exactly what was asked for."""
+    import tomllib
+
+    from mcp_memory.http.auth import token_entry
+
+    entry = tomllib.loads(token_entry("t" * 43, text, [f"team:{text}:*", text], False, None))["auth"]["tokens"][0]
+    assert entry["name"] == text and entry["sessions"] == [f"team:{text}:*", text]

@@ -108,15 +108,20 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def token_entry(token: str, name: str, sessions: list[str], can_delete: bool, rate_limit_per_minute: int | None) -> str:
-    """The ``[[auth.tokens]]`` TOML entry for ``token`` (its SHA-256 only)."""
+def _toml_string(value: str) -> str:
+    """``value`` as a TOML basic string: JSON's escapes are TOML's, but TOML also forbids a raw DEL (U+007F)."""
     import json
 
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def token_entry(token: str, name: str, sessions: list[str], can_delete: bool, rate_limit_per_minute: int | None) -> str:
+    """The ``[[auth.tokens]]`` TOML entry for ``token`` (its SHA-256 only)."""
     lines = [
         "[[auth.tokens]]",
-        f"name = {json.dumps(name, ensure_ascii=False)}",
+        f"name = {_toml_string(name)}",
         f'token_sha256 = "{hashlib.sha256(token.encode()).hexdigest()}"',
-        f"sessions = [{', '.join(json.dumps(p, ensure_ascii=False) for p in sessions)}]",
+        f"sessions = [{', '.join(_toml_string(p) for p in sessions)}]",
         f"can_delete = {'true' if can_delete else 'false'}",
     ]
     if rate_limit_per_minute is not None:
