@@ -10,6 +10,7 @@ Units are in the names: ``_s`` seconds, ``_ms`` milliseconds, ``_chars`` charact
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -297,6 +298,10 @@ class AuthSettings(BaseModel):
         names = [token.name for token in self.tokens]
         if len(set(names)) != len(names):
             raise ValueError("auth.tokens: every token needs a name of its own")
+        # one secret in two entries would silently get the later entry's sessions and can_delete
+        digests = [(t.token_sha256 or hashlib.sha256((t.token or "").encode()).hexdigest()).lower() for t in self.tokens]
+        if len(set(digests)) != len(digests):
+            raise ValueError("auth.tokens: two entries hold the same token; give each its own (mcp-memory token new)")
         return self
 
 

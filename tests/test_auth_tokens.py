@@ -192,7 +192,7 @@ async def test_a_token_over_its_rate_limit_gets_a_tool_error_saying_when_to_retr
         assert not (await admin.call_tool("recall_memory", {"session": session, "query": "fact"})).is_error
 
 
-async def test_a_token_config_with_a_bad_pattern_or_two_secrets_does_not_start(tmp_path: Path) -> None:
+async def test_a_token_config_with_a_bad_pattern_two_secrets_or_a_shared_secret_does_not_start(tmp_path: Path) -> None:
     from processes import MCP_MEMORY, server_env
     import subprocess
 
@@ -202,6 +202,11 @@ async def test_a_token_config_with_a_bad_pattern_or_two_secrets_does_not_start(t
         [{"name": "x", "token_sha256": "abc", "sessions": ["*"]}],
         [{"name": "x", "token_sha256": sha256(ALPHA), "sessions": ["*"]},
          {"name": "x", "token_sha256": sha256(ADMIN), "sessions": ["*"]}],
+        # one secret twice (hash and hash in upper case, or hash and plain): the later entry's scope would win
+        [{"name": "a", "token_sha256": sha256(ALPHA), "sessions": ["team:alpha:*"]},
+         {"name": "b", "token_sha256": sha256(ALPHA).upper(), "sessions": ["*"], "can_delete": True}],
+        [{"name": "a", "token_sha256": sha256(ALPHA), "sessions": ["team:alpha:*"]},
+         {"name": "b", "token": ALPHA, "sessions": ["*"]}],
     ]
     for i, tokens in enumerate(cases):
         config = write_config(tmp_path / f"c{i}.toml", tokens)
