@@ -50,7 +50,8 @@ async def served(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Async
             [{"name": "ops", "token_sha256": sha256(STATIC), "sessions": ["*"]}],
             {"auth.oauth": {"issuer": ISSUER, "audience": resource, "resource_url": resource,
                             "jwks_url": f"{issuer.url}/jwks.json", "required_scopes": ["memory"],
-                            "sessions": ["user:{sub}:*"], "can_delete": True, "leeway_s": 0}},
+                            "sessions": ["user:{sub}:*"], "can_delete": True, "leeway_s": 0},
+             "http": {"max_sessions_per_client": 3}},
         )
         server = spawner.http(spawner.data_dir(), port, "--config", str(config), MCP_MEMORY_DATABASE_URL=db_url)
         server.wait_healthy(port)
@@ -234,3 +235,20 @@ async def test_introspection_verifies_opaque_tokens_with_the_same_checks() -> No
         assert await wrong_secret.verify("good") is None
     finally:
         issuer.close()
+
+
+async def test_an_oauth_user_who_refreshes_tokens_is_one_client_to_the_session_bound(served: Served) -> None:
+    """Each refresh gives a new access token; keyed by the token's text, every one had a bound of its own,
+    so one user could fill the server's total and lock every other user out (503)."""
+    ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+    opened = []
+    for i in range(5):
+        token = served.token(sub="refresher", jti=f"refresh-{i}")
+        reply = served.status(token)
+        assert reply.status_code == 200, reply.text
+        opened.append((token, reply.headers["mcp-session-id"]))
+    other = served.token(sub="bystander")
+    kept = served.status(other).headers["mcp-session-id"]
+    answers = [post(served.port, ping, {"Authorization": f"Bearer {token}"}, sid).status_code for token, sid in opened]
+    assert answers == [404, 404, 200, 200, 200], answers  # the newest 3 (http.max_sessions_per_client) stay
+    assert post(served.port, ping, {"Authorization": f"Bearer {other}"}, kept).status_code == 200

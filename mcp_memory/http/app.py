@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 
 from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError
@@ -101,8 +102,10 @@ def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, j
         json_response=json_response, host=host, transport_security=security,
         session_idle_timeout=http.session_idle_timeout_s, max_sessions=http.max_sessions,
     )
-    app.add_middleware(SessionBounds, max_per_client=http.max_sessions_per_client,
-                       idle_timeout_s=http.session_idle_timeout_s)
+    # Inside the SDK's authentication (after its middleware, not around it): a client is then its
+    # verified identity, not the text of its token, which an OAuth user can refresh at will.
+    app.user_middleware.append(Middleware(SessionBounds, max_per_client=http.max_sessions_per_client,
+                                          idle_timeout_s=http.session_idle_timeout_s))
     return app
 
 
