@@ -5,7 +5,7 @@ over real HTTP against servers with ``[[auth.tokens]]``: a stateful one and a ``
 the same database. Besides each case's own promise, auth adds three: a call with a wrong token gets
 401 and stores nothing; a token outside the session gets the gate's refusal (which names no
 field and no session) before any argument is looked at; a token inside it gets the case's answer.
-Rows are counted in PostgreSQL directly.
+Rows are counted in PostgreSQL directly. Last, idempotency keys across tokens (they are per session).
 """
 
 from __future__ import annotations
@@ -283,3 +283,20 @@ async def test_b35_a_stale_session_id_gets_401_without_a_token_and_404_with_one(
     finally:
         spawner.close()
     assert await served.rows(session) == ["Gym locker code is 4417", "stored through a stale session"]
+
+
+async def test_an_idempotency_key_replays_only_for_tokens_that_may_use_its_session(served: Served) -> None:
+    """Keys are per session: any token of the session replays the first call; a token outside it (or one
+    that lost the session) gets the gate's refusal, never the first call's memory_id."""
+    session = f"s-key-{uuid.uuid4().hex[:6]}"
+    arguments = {"session": session, "content": "Invoice 2291 paid", "idempotency_key": "key-2291"}
+    first = await stateless_call(served.stateless, ADMIN, "store_memory", arguments)
+    assert not first.is_error and first.structured["replayed"] is False  # type: ignore[index]
+    for replay in await each_server(served, READER, "store_memory", arguments):
+        assert replay.structured["memory_id"] == first.structured["memory_id"]  # type: ignore[index]
+        assert replay.structured["replayed"] is True  # type: ignore[index]
+    other = await stateless_call(served.stateless, READER, "store_memory", {**arguments, "content": "Invoice 2291 due"})
+    assert other.is_error and "idempotency_key" in other.text
+    for foreign in await each_server(served, ALPHA, "store_memory", arguments):
+        assert foreign.is_error and REFUSED in foreign.text and first.structured["memory_id"] not in foreign.text  # type: ignore[index]
+    assert await served.rows(session) == ["Invoice 2291 paid"]
