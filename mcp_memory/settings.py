@@ -261,7 +261,9 @@ class OAuthSettings(BaseModel):
     can_delete: bool = Field(False, description="Tokens may call delete_memory (in their own sessions).")
     delete_scope: str | None = Field(None, description="When set, delete_memory also needs this scope.")
     rate_limit_per_minute: int | None = Field(None, ge=1, description="Tool calls per minute per subject.")
-    jwks_cache_s: float = Field(300.0, gt=0, description="How long a fetched JWKS is reused.")
+    jwks_cache_s: float = Field(
+        300.0, gt=0, description="How long a fetched JWKS is reused (at least 30 s); a failed refresh keeps the keys."
+    )
     timeout_s: float = Field(10.0, gt=0, description="JWKS and introspection requests.")
     leeway_s: float = Field(30.0, ge=0, description="Clock skew allowed on exp and nbf.")
 

@@ -252,3 +252,31 @@ async def test_an_oauth_user_who_refreshes_tokens_is_one_client_to_the_session_b
     answers = [post(served.port, ping, {"Authorization": f"Bearer {token}"}, sid).status_code for token, sid in opened]
     assert answers == [404, 404, 200, 200, 200], answers  # the newest 3 (http.max_sessions_per_client) stay
     assert post(served.port, ping, {"Authorization": f"Bearer {other}"}, kept).status_code == 200
+
+
+async def test_an_issuer_briefly_down_refuses_no_token_signed_with_a_known_key() -> None:
+    """Once the cached JWKS aged past jwks_cache_s, a failing fetch used to refuse every token (each after
+    waiting for the fetch); the known keys now stay in use, and the issuer is asked again at most every 30 s."""
+    from mcp_memory.http.oauth import OAuthVerifier
+    from mcp_memory.settings import OAuthSettings
+
+    issuer = Issuer()
+    now = [1000.0]
+    try:
+        settings = OAuthSettings(issuer=ISSUER, audience="mem", resource_url="http://127.0.0.1/mcp",
+                                 jwks_url=f"{issuer.url}/jwks.json", jwks_cache_s=60, timeout_s=5)
+        verifier = OAuthVerifier(settings, clock=lambda: now[0])
+        assert await verifier.verify(issuer.token("mem", sub="alice")) is not None
+        issuer.jwks_status = 503
+        now[0] += 61  # the cache has aged
+        for sub in ("bob", "carol", "dave"):
+            verified = await verifier.verify(issuer.token("mem", sub=sub))
+            assert verified is not None and verified.caller.scope.patterns() == [f"user:{sub}:*"], sub
+        assert issuer.requests.count("/jwks.json") == 2  # the first fetch and one failed refresh
+        assert await verifier.verify(issuer.token("mem", key=rsa_key())) is None  # still checks the signature
+        now[0] += 31
+        issuer.jwks_status = 200
+        assert await verifier.verify(issuer.token("mem", sub="erin")) is not None
+        assert issuer.requests.count("/jwks.json") == 3
+    finally:
+        issuer.close()
