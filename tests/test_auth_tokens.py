@@ -33,11 +33,13 @@ ALPHA = "alpha-" + "a" * 40   # team:alpha:*, no delete
 DELETER = "deleter-" + "d" * 40  # team:alpha:*, can delete; a plain `token` key in the config
 ADMIN = "admin-" + "z" * 40   # *, can delete
 LIMITED = "limited-" + "l" * 40  # rl:*, 2 calls per minute
+METERED = "metered-" + "m" * 40  # rl2:*, 3 calls per minute
 TOKENS = [
     {"name": "alpha", "token_sha256": sha256(ALPHA), "sessions": ["team:alpha:*"]},
     {"name": "deleter", "token": DELETER, "sessions": ["team:alpha:*"], "can_delete": True},
     {"name": "admin", "token_sha256": sha256(ADMIN), "sessions": ["*"], "can_delete": True},
     {"name": "limited", "token_sha256": sha256(LIMITED), "sessions": ["rl:*"], "rate_limit_per_minute": 2},
+    {"name": "metered", "token_sha256": sha256(METERED), "sessions": ["rl2:*"], "rate_limit_per_minute": 3},
 ]
 
 
@@ -230,3 +232,22 @@ async def test_a_stateless_server_checks_the_token_on_every_request(
         assert refused.is_error and "this token may not use this session" in refused.content[0].text
         allowed = await alpha.call_tool("recall_memory", {"session": "team:alpha:x", "query": "x"})
         assert not allowed.is_error, allowed.content
+
+
+async def test_one_budget_per_token_across_sessions_and_eras_a_refused_token_spends_none(served: Served) -> None:
+    """Calls with a wrong token get 401 and spend nothing; calls the gate refuses (a foreign session) do
+    spend, as every call the token makes; two MCP sessions and the session-less 2026 era share one bucket."""
+    session = f"rl2:{uuid.uuid4().hex[:8]}"
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "store_memory", "arguments": {"session": session, "content": "never"}}}
+    for _ in range(5):
+        assert post(served.port, call, {"Authorization": f"Bearer {METERED}x"}).status_code == 401
+    async with token_client(served.port, METERED) as one, token_client(served.port, METERED) as two, \
+            token_client(served.port, METERED, "2026-07-28") as modern:
+        assert not (await one.call_tool("store_memory", {"session": session, "content": "first"})).is_error
+        foreign = await two.call_tool("recall_memory", {"session": "team:alpha:x", "query": "x"})
+        assert foreign.is_error and "this token may not use this session" in foreign.content[0].text
+        assert not (await modern.call_tool("store_memory", {"session": session, "content": "third"})).is_error
+        refused = await one.call_tool("store_memory", {"session": session, "content": "fourth"})
+        assert refused.is_error and re.search(r"retry in \d+ s", refused.content[0].text), refused.content
+    assert await served.contents(session) == ["first", "third"]
