@@ -251,3 +251,12 @@ async def test_one_budget_per_token_across_sessions_and_eras_a_refused_token_spe
         refused = await one.call_tool("store_memory", {"session": session, "content": "fourth"})
         assert refused.is_error and re.search(r"retry in \d+ s", refused.content[0].text), refused.content
     assert await served.contents(session) == ["first", "third"]
+
+
+@pytest.mark.parametrize("where", ["query", "X-Api-Key", "Cookie", "Proxy-Authorization", "X-Authorization"])
+async def test_a_token_anywhere_but_the_authorization_header_gets_401(served: Served, where: str) -> None:
+    url = mcp_url(served.port) + (f"?access_token={ADMIN}" if where == "query" else "")
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    if where != "query":
+        headers[where] = f"token={ADMIN}" if where == "Cookie" else f"Bearer {ADMIN}"
+    assert httpx.post(url, json=INITIALIZE, headers=headers, timeout=30).status_code == 401
