@@ -260,3 +260,23 @@ async def test_a_token_anywhere_but_the_authorization_header_gets_401(served: Se
     if where != "query":
         headers[where] = f"token={ADMIN}" if where == "Cookie" else f"Bearer {ADMIN}"
     assert httpx.post(url, json=INITIALIZE, headers=headers, timeout=30).status_code == 401
+
+
+@pytest.mark.parametrize("first, second", [(ALPHA, ADMIN), (ADMIN, ALPHA), ("wrong-token", ADMIN), (ADMIN, ADMIN)])
+async def test_two_authorization_headers_get_401_and_run_nothing(served: Served, first: str, second: str) -> None:
+    """The SDK reads the first; a proxy in front may check the last: never guess which one was meant."""
+    session = f"team:beta:{uuid.uuid4().hex[:8]}"
+    store = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "store_memory", "arguments": {"session": session, "content": "two headers"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}}
+    base = [("Accept", "application/json, text/event-stream"), ("Content-Type", "application/json")]
+    with httpx.Client(timeout=30) as http:
+        for message, era in ((INITIALIZE, [("MCP-Protocol-Version", "2025-11-25")]),
+                             (store, [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"),
+                                      ("Mcp-Name", "store_memory")])):
+            request = http.build_request("POST", mcp_url(served.port), json=message, headers=[
+                *base, *era, ("Authorization", f"Bearer {first}"), ("Authorization", f"Bearer {second}")])
+            reply = http.send(request)
+            assert reply.status_code == 401 and "mcp-session-id" not in reply.headers, reply.text
+    assert await served.contents(session) == []

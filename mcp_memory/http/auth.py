@@ -15,13 +15,17 @@ import hmac
 import secrets
 
 from mcp.server.auth.settings import AuthSettings as SdkAuthSettings
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memory.access import SessionScope
 from mcp_memory.gate import Caller, CallerToken
 from mcp_memory.http.oauth import OAuthVerifier
 from mcp_memory.settings import AuthSettings, Settings, TokenSettings
 
-__all__ = ["StaticTokens", "TokenVerifier", "describe_auth", "new_token", "sdk_auth", "token_entry", "token_verifier"]
+__all__ = [
+    "OneAuthorization", "StaticTokens", "TokenVerifier", "describe_auth", "new_token", "sdk_auth", "token_entry",
+    "token_verifier",
+]
 
 
 def _digest(token: str) -> bytes:
@@ -71,6 +75,27 @@ class TokenVerifier:
         if found is None and self.oauth is not None:
             found = await self.oauth.verify(token)
         return found
+
+
+class OneAuthorization:
+    """ASGI middleware: a request with more than one ``Authorization`` header gets 401 and runs nothing.
+
+    The SDK reads the first; a proxy in front may check the last. Credentials that two readers can
+    read differently are refused rather than guessed at (RFC 9110 allows one such field).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and sum(name == b"authorization" for name, _ in scope["headers"]) > 1:
+            body = b'{"error": "invalid_request", "error_description": "send one Authorization header"}'
+            await send({"type": "http.response.start", "status": 401, "headers": [
+                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer error="invalid_request"')]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
 
 
 def token_verifier(auth: AuthSettings) -> TokenVerifier | None:
