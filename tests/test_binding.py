@@ -82,3 +82,17 @@ async def test_configured_allowed_hosts_and_origins_replace_the_defaults(
     assert _initialize(port, host=f"localhost:{port}") == 421  # no longer a default
     assert _initialize(port, origin=f"http://127.0.0.1:{port}") == 403
     assert _initialize(port, host="memory.example.com.evil.example") == 421
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "localhost.", "::ffff:127.0.0.1", "127.1", "", "ip6-localhost"])
+def test_every_host_not_plainly_loopback_needs_auth_and_oauth_alone_is_auth(host: str) -> None:
+    """A name or spelling that might not be loopback counts as public (fail closed)."""
+    from mcp_memory.errors import ConfigError
+    from mcp_memory.http.app import check_binding
+    from mcp_memory.settings import Settings
+
+    with pytest.raises(ConfigError, match="refusing to serve"):
+        check_binding(Settings(), host, insecure_no_auth=False)
+    oauth = {"issuer": "https://auth.example.com", "audience": "a", "resource_url": "https://m.example.com/mcp",
+             "jwks_url": "https://auth.example.com/jwks"}
+    check_binding(Settings(auth={"oauth": oauth}), host, insecure_no_auth=False)  # starts: no exception
