@@ -12,6 +12,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.from_thread
@@ -204,6 +205,26 @@ def _exit_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+_SECRET_KEYS = frozenset({"token", "client_secret", "api_key", "rerank_api_key", "database_url"})
+
+
+def _hidden(value: object) -> object:
+    """``value`` with the values of secret keys (``_SECRET_KEYS``), at any depth, replaced by ``'<hidden>'``."""
+    if isinstance(value, dict):
+        return {k: "<hidden>" if k in _SECRET_KEYS else _hidden(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_hidden(v) for v in value]
+    return value
+
+
+def _shown(error: Any) -> object:
+    """What a settings error may echo of its input: never a secret (a plain token, a client secret, an
+    API key, a database URL with its password), since start-up errors end up in logs."""
+    if any(part in _SECRET_KEYS for part in error["loc"]):
+        return "<hidden>"
+    return _hidden(error.get("input"))
+
+
 def _load_settings(config: Path | None) -> Settings:
     """Settings.load, with pydantic's and TOML's errors turned into one line per bad key."""
     import tomllib
@@ -212,7 +233,7 @@ def _load_settings(config: Path | None) -> Settings:
         return Settings.load(config)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']} (got {error.get('input')!r})"
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']} (got {_shown(error)!r})"
             for error in exc.errors()
         )
         raise ConfigError(f"invalid settings: {problems}") from None

@@ -54,6 +54,9 @@ class Deps:
         self._llm: LlmClient | None = None
         self._url: str | None = None
         self._supervisor: Supervisor | None = None
+        # /health needs no token: concurrent checks share one SELECT 1, so a flood of them holds one
+        # PostgreSQL connection, not one each (300 at once took every free connection: "too many clients")
+        self._probe: tuple[anyio.Event, list[dict[str, str]]] | None = None
 
     async def start(self) -> None:
         """Start the database and load the model; idempotent.
@@ -126,7 +129,8 @@ class Deps:
 
     async def health(self, timeout_s: float = 2.0) -> dict[str, str]:
         """``status()``, and once ready a ``SELECT 1`` on a connection of its own (not the pool's,
-        which may be busy with recalls), bounded by ``timeout_s`` seconds in all.
+        which may be busy with recalls), bounded by ``timeout_s`` seconds in all. Calls made while
+        a check runs wait for it and return its answer: at most one check at a time.
 
         Returns:
             ``{"status": "ready", ...}`` when PostgreSQL answered; ``{"status": "database_unavailable",
@@ -135,11 +139,20 @@ class Deps:
         status = self.status()
         if status["status"] != "ready" or self._url is None:
             return status
+        if self._probe is not None:  # a check is in flight: share its answer (it ends within timeout_s)
+            done, answer = self._probe
+            await done.wait()
+            return answer[0]
+        done, answer = self._probe = (anyio.Event(), [{**status, "database": "ok"}])
         try:
-            await ping(self._url, timeout_s)
+            with anyio.CancelScope(shield=True):  # bounded by timeout_s; the callers waiting on it get an answer
+                await ping(self._url, timeout_s)
         except DatabaseUnavailable as exc:
-            return {"status": "database_unavailable", "detail": str(exc)}
-        return {**status, "database": "ok"}
+            answer[0] = {"status": "database_unavailable", "detail": str(exc)}
+        finally:
+            self._probe = None
+            done.set()
+        return answer[0]
 
     async def ready(self) -> Ready:
         """Wait for start-up and return the resources.

@@ -56,19 +56,21 @@ class RateLimiter:
     """
 
     clock: Callable[[], float] = time.monotonic
-    _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)  # name -> (calls left, at)
+    max_callers: int = 100_000  # past this many buckets, the full ones are forgotten (a new one is full too)
+    _buckets: dict[str, tuple[float, float, int]] = field(default_factory=dict)  # name -> (calls left, at, limit)
 
     def take(self, name: str, limit: int) -> int:
         """Spend one call of ``name``'s bucket; returns 0, or the whole seconds until one is free (nothing spent)."""
         now = self.clock()
-        left, at = self._buckets.get(name, (float(limit), now))
+        left, at, _ = self._buckets.get(name, (float(limit), now, limit))
         left = min(float(limit), left + (now - at) * limit / 60.0)
         if left < 1.0:
-            self._buckets[name] = (left, now)
+            self._buckets[name] = (left, now, limit)
             return max(1, math.ceil((1.0 - left) * 60.0 / limit))
-        self._buckets[name] = (left - 1.0, now)
-        if len(self._buckets) > 100_000:  # many OAuth subjects over time: forget the ones that are full again
-            self._buckets = {k: v for k, v in self._buckets.items() if v[0] + (now - v[1]) < 1.0 or k == name}
+        self._buckets[name] = (left - 1.0, now, limit)
+        if len(self._buckets) > self.max_callers:  # many OAuth subjects over time: forget the full buckets
+            self._buckets = {k: (n, t, per) for k, (n, t, per) in self._buckets.items()
+                             if n + (now - t) * per / 60.0 < per}
         return 0
 
 

@@ -10,6 +10,7 @@ Units are in the names: ``_s`` seconds, ``_ms`` milliseconds, ``_chars`` charact
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -267,7 +268,9 @@ class OAuthSettings(BaseModel):
     can_delete: bool = Field(False, description="Tokens may call delete_memory (in their own sessions).")
     delete_scope: str | None = Field(None, description="When set, delete_memory also needs this scope.")
     rate_limit_per_minute: int | None = Field(None, ge=1, description="Tool calls per minute per subject.")
-    jwks_cache_s: float = Field(300.0, gt=0, description="How long a fetched JWKS is reused.")
+    jwks_cache_s: float = Field(
+        300.0, gt=0, description="How long a fetched JWKS is reused (at least 30 s); a failed refresh keeps the keys."
+    )
     timeout_s: float = Field(10.0, gt=0, description="JWKS and introspection requests.")
     leeway_s: float = Field(30.0, ge=0, description="Clock skew allowed on exp and nbf.")
 
@@ -304,6 +307,10 @@ class AuthSettings(BaseModel):
         names = [token.name for token in self.tokens]
         if len(set(names)) != len(names):
             raise ValueError("auth.tokens: every token needs a name of its own")
+        # one secret in two entries would silently get the later entry's sessions and can_delete
+        digests = [(t.token_sha256 or hashlib.sha256((t.token or "").encode()).hexdigest()).lower() for t in self.tokens]
+        if len(set(digests)) != len(digests):
+            raise ValueError("auth.tokens: two entries hold the same token; give each its own (mcp-memory token new)")
         return self
 
 

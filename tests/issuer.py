@@ -32,6 +32,7 @@ class Issuer:
         self.kid = uuid.uuid4().hex[:8]
         self.requests: list[str] = []
         self.introspection: dict[str, dict[str, Any]] = {}  # opaque token -> RFC 7662 answer
+        self.jwks_status = 200  # set to 503 for an issuer that is briefly down
         issuer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -48,7 +49,9 @@ class Issuer:
 
             def do_GET(self) -> None:  # noqa: N802 - stdlib naming
                 issuer.requests.append(self.path)
-                if self.path == "/jwks.json":
+                if self.path == "/jwks.json" and issuer.jwks_status != 200:
+                    self._send(issuer.jwks_status, {"error": "unavailable"})
+                elif self.path == "/jwks.json":
                     jwk = jwt.algorithms.RSAAlgorithm.to_jwk(issuer.key.public_key(), as_dict=True)
                     self._send(200, {"keys": [{**jwk, "kid": issuer.kid, "use": "sig", "alg": "RS256"}]})
                 else:

@@ -50,7 +50,8 @@ async def served(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Async
             [{"name": "ops", "token_sha256": sha256(STATIC), "sessions": ["*"]}],
             {"auth.oauth": {"issuer": ISSUER, "audience": resource, "resource_url": resource,
                             "jwks_url": f"{issuer.url}/jwks.json", "required_scopes": ["memory"],
-                            "sessions": ["user:{sub}:*"], "can_delete": True, "leeway_s": 0}},
+                            "sessions": ["user:{sub}:*"], "can_delete": True, "leeway_s": 0},
+             "http": {"max_sessions_per_client": 3}},
         )
         server = spawner.http(spawner.data_dir(), port, "--config", str(config), MCP_MEMORY_DATABASE_URL=db_url)
         server.wait_healthy(port)
@@ -232,5 +233,50 @@ async def test_introspection_verifies_opaque_tokens_with_the_same_checks() -> No
             assert await verifier.verify(token) is None, token
         wrong_secret = OAuthVerifier(settings.model_copy(update={"client_secret": "nope"}))
         assert await wrong_secret.verify("good") is None
+    finally:
+        issuer.close()
+
+
+async def test_an_oauth_user_who_refreshes_tokens_is_one_client_to_the_session_bound(served: Served) -> None:
+    """Each refresh gives a new access token; keyed by the token's text, every one had a bound of its own,
+    so one user could fill the server's total and lock every other user out (503)."""
+    ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+    opened = []
+    for i in range(5):
+        token = served.token(sub="refresher", jti=f"refresh-{i}")
+        reply = served.status(token)
+        assert reply.status_code == 200, reply.text
+        opened.append((token, reply.headers["mcp-session-id"]))
+    other = served.token(sub="bystander")
+    kept = served.status(other).headers["mcp-session-id"]
+    answers = [post(served.port, ping, {"Authorization": f"Bearer {token}"}, sid).status_code for token, sid in opened]
+    assert answers == [404, 404, 200, 200, 200], answers  # the newest 3 (http.max_sessions_per_client) stay
+    assert post(served.port, ping, {"Authorization": f"Bearer {other}"}, kept).status_code == 200
+
+
+async def test_an_issuer_briefly_down_refuses_no_token_signed_with_a_known_key() -> None:
+    """Once the cached JWKS aged past jwks_cache_s, a failing fetch used to refuse every token (each after
+    waiting for the fetch); the known keys now stay in use, and the issuer is asked again at most every 30 s."""
+    from mcp_memory.http.oauth import OAuthVerifier
+    from mcp_memory.settings import OAuthSettings
+
+    issuer = Issuer()
+    now = [1000.0]
+    try:
+        settings = OAuthSettings(issuer=ISSUER, audience="mem", resource_url="http://127.0.0.1/mcp",
+                                 jwks_url=f"{issuer.url}/jwks.json", jwks_cache_s=60, timeout_s=5)
+        verifier = OAuthVerifier(settings, clock=lambda: now[0])
+        assert await verifier.verify(issuer.token("mem", sub="alice")) is not None
+        issuer.jwks_status = 503
+        now[0] += 61  # the cache has aged
+        for sub in ("bob", "carol", "dave"):
+            verified = await verifier.verify(issuer.token("mem", sub=sub))
+            assert verified is not None and verified.caller.scope.patterns() == [f"user:{sub}:*"], sub
+        assert issuer.requests.count("/jwks.json") == 2  # the first fetch and one failed refresh
+        assert await verifier.verify(issuer.token("mem", key=rsa_key())) is None  # still checks the signature
+        now[0] += 31
+        issuer.jwks_status = 200
+        assert await verifier.verify(issuer.token("mem", sub="erin")) is not None
+        assert issuer.requests.count("/jwks.json") == 3
     finally:
         issuer.close()

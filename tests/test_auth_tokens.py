@@ -33,11 +33,13 @@ ALPHA = "alpha-" + "a" * 40   # team:alpha:*, no delete
 DELETER = "deleter-" + "d" * 40  # team:alpha:*, can delete; a plain `token` key in the config
 ADMIN = "admin-" + "z" * 40   # *, can delete
 LIMITED = "limited-" + "l" * 40  # rl:*, 2 calls per minute
+METERED = "metered-" + "m" * 40  # rl2:*, 3 calls per minute
 TOKENS = [
     {"name": "alpha", "token_sha256": sha256(ALPHA), "sessions": ["team:alpha:*"]},
     {"name": "deleter", "token": DELETER, "sessions": ["team:alpha:*"], "can_delete": True},
     {"name": "admin", "token_sha256": sha256(ADMIN), "sessions": ["*"], "can_delete": True},
     {"name": "limited", "token_sha256": sha256(LIMITED), "sessions": ["rl:*"], "rate_limit_per_minute": 2},
+    {"name": "metered", "token_sha256": sha256(METERED), "sessions": ["rl2:*"], "rate_limit_per_minute": 3},
 ]
 
 
@@ -192,7 +194,7 @@ async def test_a_token_over_its_rate_limit_gets_a_tool_error_saying_when_to_retr
         assert not (await admin.call_tool("recall_memory", {"session": session, "query": "fact"})).is_error
 
 
-async def test_a_token_config_with_a_bad_pattern_or_two_secrets_does_not_start(tmp_path: Path) -> None:
+async def test_a_token_config_with_a_bad_pattern_two_secrets_or_a_shared_secret_does_not_start(tmp_path: Path) -> None:
     from processes import MCP_MEMORY, server_env
     import subprocess
 
@@ -202,6 +204,11 @@ async def test_a_token_config_with_a_bad_pattern_or_two_secrets_does_not_start(t
         [{"name": "x", "token_sha256": "abc", "sessions": ["*"]}],
         [{"name": "x", "token_sha256": sha256(ALPHA), "sessions": ["*"]},
          {"name": "x", "token_sha256": sha256(ADMIN), "sessions": ["*"]}],
+        # one secret twice (hash and hash in upper case, or hash and plain): the later entry's scope would win
+        [{"name": "a", "token_sha256": sha256(ALPHA), "sessions": ["team:alpha:*"]},
+         {"name": "b", "token_sha256": sha256(ALPHA).upper(), "sessions": ["*"], "can_delete": True}],
+        [{"name": "a", "token_sha256": sha256(ALPHA), "sessions": ["team:alpha:*"]},
+         {"name": "b", "token": ALPHA, "sessions": ["*"]}],
     ]
     for i, tokens in enumerate(cases):
         config = write_config(tmp_path / f"c{i}.toml", tokens)
@@ -225,3 +232,51 @@ async def test_a_stateless_server_checks_the_token_on_every_request(
         assert refused.is_error and "this token may not use this session" in refused.content[0].text
         allowed = await alpha.call_tool("recall_memory", {"session": "team:alpha:x", "query": "x"})
         assert not allowed.is_error, allowed.content
+
+
+async def test_one_budget_per_token_across_sessions_and_eras_a_refused_token_spends_none(served: Served) -> None:
+    """Calls with a wrong token get 401 and spend nothing; calls the gate refuses (a foreign session) do
+    spend, as every call the token makes; two MCP sessions and the session-less 2026 era share one bucket."""
+    session = f"rl2:{uuid.uuid4().hex[:8]}"
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "store_memory", "arguments": {"session": session, "content": "never"}}}
+    for _ in range(5):
+        assert post(served.port, call, {"Authorization": f"Bearer {METERED}x"}).status_code == 401
+    async with token_client(served.port, METERED) as one, token_client(served.port, METERED) as two, \
+            token_client(served.port, METERED, "2026-07-28") as modern:
+        assert not (await one.call_tool("store_memory", {"session": session, "content": "first"})).is_error
+        foreign = await two.call_tool("recall_memory", {"session": "team:alpha:x", "query": "x"})
+        assert foreign.is_error and "this token may not use this session" in foreign.content[0].text
+        assert not (await modern.call_tool("store_memory", {"session": session, "content": "third"})).is_error
+        refused = await one.call_tool("store_memory", {"session": session, "content": "fourth"})
+        assert refused.is_error and re.search(r"retry in \d+ s", refused.content[0].text), refused.content
+    assert await served.contents(session) == ["first", "third"]
+
+
+@pytest.mark.parametrize("where", ["query", "X-Api-Key", "Cookie", "Proxy-Authorization", "X-Authorization"])
+async def test_a_token_anywhere_but_the_authorization_header_gets_401(served: Served, where: str) -> None:
+    url = mcp_url(served.port) + (f"?access_token={ADMIN}" if where == "query" else "")
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    if where != "query":
+        headers[where] = f"token={ADMIN}" if where == "Cookie" else f"Bearer {ADMIN}"
+    assert httpx.post(url, json=INITIALIZE, headers=headers, timeout=30).status_code == 401
+
+
+@pytest.mark.parametrize("first, second", [(ALPHA, ADMIN), (ADMIN, ALPHA), ("wrong-token", ADMIN), (ADMIN, ADMIN)])
+async def test_two_authorization_headers_get_401_and_run_nothing(served: Served, first: str, second: str) -> None:
+    """The SDK reads the first; a proxy in front may check the last: never guess which one was meant."""
+    session = f"team:beta:{uuid.uuid4().hex[:8]}"
+    store = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "store_memory", "arguments": {"session": session, "content": "two headers"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}}
+    base = [("Accept", "application/json, text/event-stream"), ("Content-Type", "application/json")]
+    with httpx.Client(timeout=30) as http:
+        for message, era in ((INITIALIZE, [("MCP-Protocol-Version", "2025-11-25")]),
+                             (store, [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"),
+                                      ("Mcp-Name", "store_memory")])):
+            request = http.build_request("POST", mcp_url(served.port), json=message, headers=[
+                *base, *era, ("Authorization", f"Bearer {first}"), ("Authorization", f"Bearer {second}")])
+            reply = http.send(request)
+            assert reply.status_code == 401 and "mcp-session-id" not in reply.headers, reply.text
+    assert await served.contents(session) == []

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import psutil
+import pytest
 from processes import (  # noqa: F401 - spawn and own_postgres are fixtures
     Spawner,
     free_port,
@@ -93,3 +94,30 @@ def test_health_reports_an_external_postgres_that_stopped_or_hangs_and_recovers_
     finally:
         database.cleanup()
         server.kill()
+
+
+@pytest.mark.anyio
+async def test_a_flood_of_health_checks_shares_one_select_and_stays_ready(spawn: Spawner, own_postgres: Path) -> None:
+    """/health needs no token: 250 at once (each once opened a connection of its own) used to take every
+    free PostgreSQL connection ("too many clients already") and answer most of them 503."""
+    import anyio
+
+    database = start_postgres(own_postgres)
+    try:
+        port = free_port()
+        server = spawn.http(spawn.data_dir("data"), port, MCP_MEMORY_DATABASE_URL=database.get_uri(),
+                            MCP_MEMORY_EMBEDDING__DYNAMIC_QUANTIZATION="false")
+        server.wait_healthy(port)
+        answers: list[tuple[int, str]] = []
+        async with httpx.AsyncClient(timeout=60.0, limits=httpx.Limits(max_connections=300)) as client:
+            async def check() -> None:
+                reply = await client.get(f"http://127.0.0.1:{port}/health")
+                answers.append((reply.status_code, reply.json().get("database", reply.json()["detail"])))
+
+            async with anyio.create_task_group() as group:
+                for _ in range(250):
+                    group.start_soon(check)
+        assert sorted(set(answers)) == [(200, "ok")], sorted(set(answers))[:3]
+        assert len(answers) == 250
+    finally:
+        database.cleanup()

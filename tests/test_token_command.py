@@ -63,3 +63,37 @@ def test_token_new_refuses_a_bad_pattern_name_or_limit(args: list[str]) -> None:
     done = _run("token", "new", "--name", "n", *args)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("mcp-memory: --")
+
+
+SECRET = "plain-secret-" + "q" * 20
+
+
+@pytest.mark.parametrize("config", [
+    f'[[auth.tokens]]\nname = "short"\ntoken = "{SECRET[:12]}"\nsessions = ["*"]\n',  # the plain token too short
+    f'[[auth.tokens]]\nname = "both"\ntoken = "{SECRET}"\ntoken_sha256 = "{"0" * 64}"\nsessions = ["*"]\n',
+    f'[[auth.tokens]]\nname = "pattern"\ntoken = "{SECRET}"\nsessions = ["a*b"]\n',
+    f'[auth.oauth]\nissuer = "https://i.example"\naudience = "a"\nresource_url = "http://x/mcp"\n'
+    f'jwks_url = "http://i/j"\nintrospection_url = "http://i/x"\nclient_id = "c"\nclient_secret = "{SECRET}"\n',
+    f'[auth.oauth]\nissuer = "https://i.example"\naudience = "a"\nresource_url = "http://x/mcp"\n'
+    f'introspection_url = "http://i/x"\nclient_id = "c"\nclient_secret = ["{SECRET}"]\n',
+    f'[llm]\napi_key = ["{SECRET}"]\n',
+    f'[recall]\nrerank_api_key = ["{SECRET}"]\n',
+])
+def test_a_config_error_names_the_key_but_never_echoes_a_secret(tmp_path: Path, config: str) -> None:
+    """Start-up errors go to logs (journald, docker logs): a plain token, client secret or API key stays out."""
+    (tmp_path / "config.toml").write_text(config, encoding="utf-8")
+    done = subprocess.run([MCP_MEMORY, "--config", str(tmp_path / "config.toml"), "serve", "--transport", "http"],
+                          env=server_env(tmp_path / "data"), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.startswith("mcp-memory: invalid settings: "), done.stderr
+    assert SECRET[:12] not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("text", ['te"am', "back\\slash", "del\x7fete", "tab\there", "line\nbreak", "\u00e9\u200b\U0001f511"])
+def test_the_printed_entry_parses_back_to_the_same_name_and_sessions(text: str) -> None:
+    """The entry is pasted into config.toml as printed: TOML must read back exactly what was asked for."""
+    import tomllib
+
+    from mcp_memory.http.auth import token_entry
+
+    entry = tomllib.loads(token_entry("t" * 43, text, [f"team:{text}:*", text], False, None))["auth"]["tokens"][0]
+    assert entry["name"] == text and entry["sessions"] == [f"team:{text}:*", text]

@@ -8,11 +8,12 @@ from urllib.parse import urlsplit
 
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 
 from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError
 from mcp_memory.gate import Gate
-from mcp_memory.http.auth import sdk_auth, token_verifier
+from mcp_memory.http.auth import OneAuthorization, sdk_auth, token_verifier
 from mcp_memory.http.sessions import SessionBounds
 from mcp_memory.server import build_server
 from mcp_memory.settings import Settings
@@ -94,15 +95,22 @@ def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, j
                           token_verifier=token_verifier(settings.auth))
     security = transport_security(settings, host)
     if stateless:
-        return server.streamable_http_app(stateless_http=True, json_response=json_response, host=host,
-                                          transport_security=security)
+        app = server.streamable_http_app(stateless_http=True, json_response=json_response, host=host,
+                                         transport_security=security)
+        if settings.auth.enabled:
+            app.add_middleware(OneAuthorization)
+        return app
     http = settings.http
     app = server.streamable_http_app(
         json_response=json_response, host=host, transport_security=security,
         session_idle_timeout=http.session_idle_timeout_s, max_sessions=http.max_sessions,
     )
-    app.add_middleware(SessionBounds, max_per_client=http.max_sessions_per_client,
-                       idle_timeout_s=http.session_idle_timeout_s)
+    if settings.auth.enabled:
+        app.add_middleware(OneAuthorization)  # outermost: before the SDK reads the first of several
+    # Inside the SDK's authentication (after its middleware, not around it): a client is then its
+    # verified identity, not the text of its token, which an OAuth user can refresh at will.
+    app.user_middleware.append(Middleware(SessionBounds, max_per_client=http.max_sessions_per_client,
+                                          idle_timeout_s=http.session_idle_timeout_s))
     return app
 
 

@@ -15,13 +15,17 @@ import hmac
 import secrets
 
 from mcp.server.auth.settings import AuthSettings as SdkAuthSettings
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memory.access import SessionScope
 from mcp_memory.gate import Caller, CallerToken
 from mcp_memory.http.oauth import OAuthVerifier
 from mcp_memory.settings import AuthSettings, Settings, TokenSettings
 
-__all__ = ["StaticTokens", "TokenVerifier", "describe_auth", "new_token", "sdk_auth", "token_entry", "token_verifier"]
+__all__ = [
+    "OneAuthorization", "StaticTokens", "TokenVerifier", "describe_auth", "new_token", "sdk_auth", "token_entry",
+    "token_verifier",
+]
 
 
 def _digest(token: str) -> bytes:
@@ -73,6 +77,27 @@ class TokenVerifier:
         return found
 
 
+class OneAuthorization:
+    """ASGI middleware: a request with more than one ``Authorization`` header gets 401 and runs nothing.
+
+    The SDK reads the first; a proxy in front may check the last. Credentials that two readers can
+    read differently are refused rather than guessed at (RFC 9110 allows one such field).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and sum(name == b"authorization" for name, _ in scope["headers"]) > 1:
+            body = b'{"error": "invalid_request", "error_description": "send one Authorization header"}'
+            await send({"type": "http.response.start", "status": 401, "headers": [
+                (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer error="invalid_request"')]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+
 def token_verifier(auth: AuthSettings) -> TokenVerifier | None:
     """The verifier for these settings, or None when HTTP has no authentication."""
     if not auth.enabled:
@@ -108,15 +133,20 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-def token_entry(token: str, name: str, sessions: list[str], can_delete: bool, rate_limit_per_minute: int | None) -> str:
-    """The ``[[auth.tokens]]`` TOML entry for ``token`` (its SHA-256 only)."""
+def _toml_string(value: str) -> str:
+    """``value`` as a TOML basic string: JSON's escapes are TOML's, but TOML also forbids a raw DEL (U+007F)."""
     import json
 
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def token_entry(token: str, name: str, sessions: list[str], can_delete: bool, rate_limit_per_minute: int | None) -> str:
+    """The ``[[auth.tokens]]`` TOML entry for ``token`` (its SHA-256 only)."""
     lines = [
         "[[auth.tokens]]",
-        f"name = {json.dumps(name, ensure_ascii=False)}",
+        f"name = {_toml_string(name)}",
         f'token_sha256 = "{hashlib.sha256(token.encode()).hexdigest()}"',
-        f"sessions = [{', '.join(json.dumps(p, ensure_ascii=False) for p in sessions)}]",
+        f"sessions = [{', '.join(_toml_string(p) for p in sessions)}]",
         f"can_delete = {'true' if can_delete else 'false'}",
     ]
     if rate_limit_per_minute is not None:

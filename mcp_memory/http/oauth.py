@@ -1,7 +1,8 @@
 """OAuth 2.1 resource server: verify access tokens from ``[auth.oauth]``'s issuer.
 
 JWT access tokens are verified with PyJWT against the issuer's JWKS (fetched with httpx,
-cached ``jwks_cache_s``, fetched again once when a token names an unknown key id): signature
+cached ``jwks_cache_s``, fetched again once when a token names an unknown key id, at most every
+30 s; a refresh that fails keeps the keys fetched before, so an issuer briefly down locks nobody out): signature
 (asymmetric algorithms only), ``iss``, ``aud``, ``exp`` (required) and ``nbf`` with
 ``leeway_s`` of clock skew. Opaque tokens go to the RFC 7662 introspection endpoint instead.
 
@@ -20,8 +21,10 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
+import anyio
 import httpx
 import jwt
 
@@ -33,6 +36,7 @@ __all__ = ["OAuthVerifier", "scope_from_claims"]
 
 logger = logging.getLogger(__name__)
 
+_REFETCH_S = 30.0  # the least time between two JWKS fetches once keys are known
 _PLACEHOLDER = re.compile(r"\{([A-Za-z0-9_.:-]+)\}")
 
 
@@ -62,11 +66,15 @@ def scope_from_claims(templates: list[str], claims: dict[str, Any]) -> SessionSc
 class OAuthVerifier:
     """Verifies one issuer's access tokens and maps them to Callers."""
 
-    def __init__(self, settings: OAuthSettings, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, settings: OAuthSettings, transport: httpx.AsyncBaseTransport | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.settings = settings
         self._transport = transport
+        self._clock = clock  # monotonic seconds, for the JWKS cache (a seam for tests)
         self._keys: dict[str, jwt.PyJWK] = {}
-        self._fetched_at = -float("inf")
+        self._fetched_at = -float("inf")  # monotonic time of the last JWKS fetched
+        self._tried_at = -float("inf")  # ... and of the last attempt, answered or not
+        self._fetching = anyio.Lock()
 
     async def verify(self, token: str) -> CallerToken | None:
         """The verified token with its Caller, or None when it is not valid here."""
@@ -109,16 +117,43 @@ class OAuthVerifier:
         )
 
     async def _key(self, kid: str | None) -> jwt.PyJWK:
-        s = self.settings
-        stale = time.monotonic() - self._fetched_at > s.jwks_cache_s
-        # an unknown key id: the issuer may have rotated; fetch again, at most every 30 s
-        if stale or (kid not in self._keys and time.monotonic() - self._fetched_at > 30.0):
-            await self._fetch_jwks()
+        if self._due(kid):
+            async with self._fetching:  # one fetch at a time; the others then find what it found
+                if self._due(kid):
+                    await self._refresh()
         if kid is None and len(self._keys) == 1:
             return next(iter(self._keys.values()))
         if kid not in self._keys:
             raise ValueError(f"no key {kid!r} in the issuer's JWKS")
         return self._keys[kid]
+
+    def _due(self, kid: str | None) -> bool:
+        """Fetch the JWKS now? Always while no key is known; otherwise when the keys are older than
+        ``jwks_cache_s`` or ``kid`` is unknown (the issuer may have rotated), at most every 30 s."""
+        if not self._keys:
+            return True
+        now = self._clock()
+        if now - self._tried_at <= _REFETCH_S:
+            return False
+        return now - self._fetched_at > self.settings.jwks_cache_s or kid not in self._keys
+
+    async def _refresh(self) -> None:
+        """Fetch the JWKS; when that fails and keys were fetched before, keep them and ask again in 30 s.
+
+        An issuer that is briefly unreachable then refuses no token it signed with a known key (the
+        keys were refused wholesale once the cache aged, each request waiting ``timeout_s`` for the fetch).
+
+        Raises:
+            Exception: the fetch failed and no keys were ever fetched.
+        """
+        self._tried_at = self._clock()
+        try:
+            await self._fetch_jwks()
+        except Exception as exc:
+            if not self._keys:
+                raise
+            logger.warning("JWKS refresh failed (%s); using the %d keys fetched before, asking again in %.0f s",
+                           str(exc)[:200], len(self._keys), _REFETCH_S)
 
     async def _fetch_jwks(self) -> None:
         assert self.settings.jwks_url is not None
@@ -129,7 +164,7 @@ class OAuthVerifier:
         self._keys = {key.key_id: key for key in keys if key.key_id is not None}
         if len(keys) == 1 and keys[0].key_id is None:
             self._keys = {None: keys[0]}  # type: ignore[dict-item]
-        self._fetched_at = time.monotonic()
+        self._fetched_at = self._clock()
 
     async def _introspect(self, token: str) -> dict[str, Any]:
         """RFC 7662: ask the issuer; the same iss, aud, exp and nbf checks apply to its answer."""

@@ -6,8 +6,10 @@ opens sessions and never closes them (10,000 ``initialize`` calls) filled the to
 every later client's service with it. This layer keeps at most ``max_per_client`` sessions per
 client: opening one more closes that client's least recently used session first (it answers 404
 from then on, and the MCP specification has a client that gets 404 start a new session). A
-client is its bearer token when the request has one (the SHA-256 of the token, never the token
-itself as the key), else its address; the SDK's own limits still apply on top.
+client is the verified identity of its token when auth is configured (this layer then runs inside
+the SDK's authentication, so every token an OAuth user refreshes to counts as one client), else its
+bearer token when the request has one (the SHA-256 of the token, never the token itself as the
+key), else its address; the SDK's own limits still apply on top.
 
 It acts only through the SDK's public HTTP behaviour: it reads the ``mcp-session-id`` a response
 assigns, and closes a session by sending the app the ``DELETE`` a client would send, with the
@@ -24,6 +26,7 @@ is whatever the client sends, so a client can take a fresh key per request; the 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import time
 from collections import OrderedDict
@@ -31,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import principal_components
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["SessionBounds", "client_key"]
@@ -42,8 +47,13 @@ _KEPT_HEADERS = (b"host", b"origin", b"authorization")  # what a DELETE needs to
 
 
 def client_key(scope: Scope) -> str:
-    """Who a request is from: ``bearer:<sha256 of the token, 32 hex>`` when it carries a bearer
-    token, else ``addr:<client address>``."""
+    """Who a request is from: ``principal:<client_id, issuer, subject>`` of its verified token (with
+    auth: the identity the SDK binds a session to, the same for every token an OAuth user refreshes
+    to), else ``bearer:<sha256 of the token, 32 hex>`` when it carries a bearer token, else
+    ``addr:<client address>``."""
+    user = scope.get("user")
+    if isinstance(user, AuthenticatedUser):
+        return "principal:" + json.dumps(principal_components(user.access_token))
     for name, value in scope.get("headers", ()):
         if name == b"authorization" and value[:7].lower() == b"bearer ":
             return "bearer:" + hashlib.sha256(value[7:].strip()).hexdigest()[:32]
@@ -211,6 +221,8 @@ def _opener(scope: Scope) -> Scope:
         "client": scope.get("client"),
         "server": scope.get("server"),
         "state": {},
+        # inside authentication: the DELETE carries the opener's verified identity (its token may have expired)
+        **{key: scope[key] for key in ("user", "auth") if key in scope},
     }
 
 
