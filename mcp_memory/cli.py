@@ -300,7 +300,9 @@ def _new_token(args: argparse.Namespace) -> int:
     token = new_token()
     print(f"Token for {args.name!r} (shown only now; give it to the client as the header "
           f"'Authorization: Bearer <token>'):\n{token}\n")
-    print("Paste this into config.toml (it holds only the token's SHA-256) and restart the server:\n")
+    print("Paste this into config.toml (it holds only the token's SHA-256) and restart the server with "
+          "--config config.toml (or MCP_MEMORY_CONFIG=config.toml); a server on 0.0.0.0 also accepts the names in "
+          "[http] allowed_hosts:\n")
     print(token_entry(token, args.name, args.sessions, args.can_delete, args.rate_limit_per_minute))
     return 0
 

@@ -113,7 +113,7 @@ class AuditList(BaseModel):
 
 
 class OperationUsage(BaseModel):
-    """LLM token use of one operation (plan, answer, embed)."""
+    """LLM token use of one operation (plan, answer, supersede)."""
 
     operation: str
     calls: int = 0

@@ -226,7 +226,7 @@ class _CheckedTool(Tool):
         unknown = sorted(name for name in arguments if name not in accepted)
         if unknown:
             raise ToolError(f"Error executing tool {self.name}: " + str(InvalidInput(
-                unknown[0].encode("unicode_escape").decode()[:80], f"is not an argument of {self.name}; it takes {', '.join(sorted(accepted))}")))
+                unknown[0].encode("unicode_escape").decode()[:80], f"is not an argument of {self.name}; it takes {', '.join(sorted(accepted)) or 'no arguments'}")))
         try:
             return await super().run(arguments, context, convert_result)
         except ToolError as exc:

@@ -321,10 +321,11 @@ class HttpSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     allowed_hosts: list[str] | None = Field(
-        None, description="Host header values accepted ('name:*' for any port); unset: loopback names + the bind address."
+        None, description="Host header values accepted besides the defaults (loopback names, the bind address or, "
+        "on 0.0.0.0, this machine's names and addresses); 'name:*' for any port."
     )
     allowed_origins: list[str] | None = Field(
-        None, description="Origin header values accepted; unset: http(s) origins of the loopback names + bind address."
+        None, description="Origin header values accepted besides the http(s) origins of the accepted Host names."
     )
 
     session_idle_timeout_s: float = Field(

@@ -70,18 +70,40 @@ async def test_a_public_host_with_tokens_starts_and_keeps_host_and_origin_checks
     _check_host_and_origin(port, TOKEN, "0.0.0.0")
 
 
-async def test_configured_allowed_hosts_and_origins_replace_the_defaults(
+async def test_configured_allowed_hosts_and_origins_add_to_the_defaults(
     pg_url: str, spawn: Spawner, tmp_path: Path
 ) -> None:
     config = write_config(tmp_path / "config.toml", sections={"http": {
-        "allowed_hosts": ["memory.example.com", "127.0.0.1:*"], "allowed_origins": ["https://app.example.com"]}})
+        "allowed_hosts": ["memory.example.com"], "allowed_origins": ["https://app.example.com"]}})
     port = free_port()
     server = spawn.http(spawn.data_dir(), port, "--config", str(config), MCP_MEMORY_DATABASE_URL=pg_url)
     server.wait_healthy(port)
     assert _initialize(port, host="memory.example.com", origin="https://app.example.com") == 200
-    assert _initialize(port, host=f"localhost:{port}") == 421  # no longer a default
-    assert _initialize(port, origin=f"http://127.0.0.1:{port}") == 403
+    assert _initialize(port, host=f"localhost:{port}", origin=f"http://127.0.0.1:{port}") == 200  # still a default
     assert _initialize(port, host="memory.example.com.evil.example") == 421
+    assert _initialize(port, origin="https://evil.example") == 403
+
+
+async def test_a_server_on_every_address_accepts_this_machines_names_and_no_other(
+    pg_url: str, spawn: Spawner, tmp_path: Path
+) -> None:
+    """On 0.0.0.0 a client on the network sends the machine's address or name as Host (issue 11's fresh
+    user got 421 for both); a DNS-rebinding page sends its own domain."""
+    import socket
+
+    import psutil
+
+    config = write_config(tmp_path / "config.toml", [{"name": "t", "token_sha256": sha256(TOKEN), "sessions": ["*"]}])
+    port = free_port()
+    server = spawn.http(spawn.data_dir(), port, "--host", "0.0.0.0", "--config", str(config),
+                        MCP_MEMORY_DATABASE_URL=pg_url)
+    server.wait_healthy(port)
+    addresses = [a.address for nic in psutil.net_if_addrs().values() for a in nic
+                 if a.family == socket.AF_INET and not a.address.startswith("127.")]
+    for name in [socket.gethostname(), *addresses]:
+        assert _initialize(port, token=TOKEN, host=f"{name}:{port}") == 200, name
+    assert _initialize(port, token=TOKEN, host=f"evil.example:{port}") == 421
+    assert "accepting Host" in server.stderr
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "localhost.", "::ffff:127.0.0.1", "127.1", "", "ip6-localhost"])

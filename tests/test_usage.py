@@ -93,7 +93,8 @@ async def test_usage_stats_takes_no_reset(client, deps):
     result = await client.call_tool("usage_stats", {"reset": True})
 
     assert result.is_error
-    assert "reset" in result.content[0].text
+    assert result.content[0].text == ("Error executing tool usage_stats: reset: is not an argument of usage_stats; "
+                                      "it takes no arguments")
     assert _prompt_tokens(await usage_stats((await deps.ready()).repository, ALL_SESSIONS)) == 10
 
 

@@ -20,6 +20,8 @@ from mcp_memory.settings import Settings
 
 __all__ = ["build_http_app", "check_binding", "serve_http", "transport_security"]
 
+logger = logging.getLogger("mcp_memory")
+
 _LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -46,7 +48,8 @@ def check_binding(settings: Settings, host: str, insecure_no_auth: bool) -> None
         raise ConfigError(
             f"refusing to serve on {host} without authentication: create a token with "
             "`mcp-memory token new --name NAME --sessions 'PATTERN'` and paste its [[auth.tokens]] entry into "
-            "config.toml (or configure [auth.oauth]), or pass --insecure-no-auth"
+            "config.toml, then start with --config config.toml (or configure [auth.oauth]), or pass "
+            "--insecure-no-auth"
         )
     logger.warning("serving on %s WITHOUT authentication (--insecure-no-auth): anyone who reaches the port "
                    "can read and delete every session", host)
@@ -57,26 +60,39 @@ def _bracketed(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
+def _own_names() -> list[str]:
+    """This machine's host name, its fully qualified name and every interface address: the names
+    a client on the network can use for a server bound to every address (0.0.0.0 or ::)."""
+    import socket
+
+    import psutil
+
+    names = [socket.gethostname(), socket.getfqdn()]
+    for addresses in psutil.net_if_addrs().values():
+        names += [a.address.split("%")[0] for a in addresses if a.family in (socket.AF_INET, socket.AF_INET6)]
+    return [_bracketed(name) for name in names if name]
+
+
 def transport_security(settings: Settings, host: str) -> TransportSecuritySettings:
     """The SDK's Host and Origin checks, on for every bind address.
 
-    Unset ``[http] allowed_hosts`` / ``allowed_origins`` default to the loopback names, the bind
-    address and the host of ``auth.oauth.resource_url``, each with and without a port, and
-    their ``http``/``https`` origins. A request with another Host gets 421, another Origin 403.
+    Accepted Host names: the loopback names, the bind address (for 0.0.0.0 or ``::``, this
+    machine's host name and interface addresses too, the names clients on the network use),
+    the host of ``auth.oauth.resource_url``, and ``[http] allowed_hosts`` (a proxy's public name);
+    each with and without a port. Origins: their ``http``/``https`` origins plus ``[http]
+    allowed_origins``. A request with another Host gets 421, another Origin 403: a DNS-rebinding
+    page's Host is its own domain, never one of these.
     """
-    names = list(dict.fromkeys([*_LOOPBACK_NAMES, _bracketed(host)]))
+    bound = [_bracketed(host), *(_own_names() if host.strip("[]") in ("0.0.0.0", "::") else [])]
+    names = list(dict.fromkeys([*_LOOPBACK_NAMES, *bound]))
     if settings.auth.oauth is not None and (public := urlsplit(settings.auth.oauth.resource_url).hostname):
         names.append(_bracketed(public))
-    hosts = [h for n in names for h in (n, f"{n}:*")]
-    origins = [f"{scheme}://{h}" for scheme in ("http", "https") for h in hosts]
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=settings.http.allowed_hosts if settings.http.allowed_hosts is not None else hosts,
-        allowed_origins=settings.http.allowed_origins if settings.http.allowed_origins is not None else origins,
-    )
-
-
-logger = logging.getLogger("mcp_memory")
+    hosts = list(dict.fromkeys([h for n in names for h in (n, f"{n}:*")] + (settings.http.allowed_hosts or [])))
+    origins = [f"{scheme}://{h}" for scheme in ("http", "https") for h in hosts if "/" not in h]
+    origins = list(dict.fromkeys(origins + (settings.http.allowed_origins or [])))
+    if not is_loopback(host):
+        logger.info("accepting Host %s (add names clients use to [http] allowed_hosts)", ", ".join(names))
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
 def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, json_response: bool = True) -> Starlette:
