@@ -57,6 +57,7 @@ class Deps:
         # /health needs no token: concurrent checks share one SELECT 1, so a flood of them holds one
         # PostgreSQL connection, not one each (300 at once took every free connection: "too many clients")
         self._probe: tuple[anyio.Event, list[dict[str, str]]] | None = None
+        self._health_error: str | None = None  # the last health check's failure, logged once
 
     async def start(self) -> None:
         """Start the database and load the model; idempotent.
@@ -123,8 +124,8 @@ class Deps:
         """``{"status": "starting" | "ready" | "error", "detail": ...}``: start-up only, no database check."""
         if not self._done.is_set():
             return {"status": "starting", "detail": "loading the embedding model and the database"}
-        if self._error is not None:
-            return {"status": "error", "detail": str(self._error)}
+        if self._error is not None:  # the reason is in the log (deps logs start-up failures at ERROR)
+            return {"status": "error", "detail": f"start-up failed ({type(self._error).__name__}); the server log says why"}
         return {"status": "ready", "detail": f"model {self._ready.embedder.model}" if self._ready else ""}
 
     async def health(self, timeout_s: float = 2.0) -> dict[str, str]:
@@ -148,7 +149,16 @@ class Deps:
             with anyio.CancelScope(shield=True):  # bounded by timeout_s; the callers waiting on it get an answer
                 await ping(self._url, timeout_s)
         except DatabaseUnavailable as exc:
-            answer[0] = {"status": "database_unavailable", "detail": str(exc)}
+            # /health needs no token: the reply names no host, port, user or driver text (the log has them).
+            timed_out = isinstance(exc.__cause__, TimeoutError) or "did not answer" in str(exc)
+            detail = (f"database unavailable: PostgreSQL did not answer SELECT 1 within {timeout_s} s" if timed_out
+                      else "database unavailable: PostgreSQL cannot be reached (the server log says why)")
+            if self._health_error != str(exc):  # once per new reason, not once per probe
+                logger.warning("health check: %s", exc)
+            self._health_error = str(exc)
+            answer[0] = {"status": "database_unavailable", "detail": detail}
+        else:
+            self._health_error = None
         finally:
             self._probe = None
             done.set()

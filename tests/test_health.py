@@ -73,6 +73,11 @@ def test_health_reports_an_external_postgres_that_stopped_or_hangs_and_recovers_
     database.cleanup()  # pg_ctl stop: this process held the last handle
     code, body, elapsed = _health(port)
     assert code == 503 and body["status"] == "database_unavailable" and elapsed < HEALTH_BOUND_S, (body, elapsed)
+    # /health needs no token: it names no host, port or user of the database (the server log does)
+    parsed = httpx.URL(url)
+    assert body["detail"] == "database unavailable: PostgreSQL cannot be reached (the server log says why)", body
+    assert str(parsed.port) not in str(body) and (parsed.username or "postgres") not in str(body)
+    wait_until(lambda: "health check: database unavailable" in server.stderr, 10, "the reason in the server log")
     assert _health(port, "/health/live")[0] == 200
 
     database = start_postgres(own_postgres)
