@@ -1,4 +1,5 @@
-"""The command line: ``mcp-memory serve`` (stdio or streamable HTTP), ``doctor``, ``token new`` and ``usage``."""
+"""The command line: ``mcp-memory serve`` (stdio or streamable HTTP), ``doctor``, ``token new``, ``usage``,
+``export`` and ``import``."""
 
 from __future__ import annotations
 
@@ -90,6 +91,16 @@ def _parser() -> argparse.ArgumentParser:
     usage.add_argument("--reset", action="store_true", help="clear the totals after printing them")
     usage.add_argument("--sessions", nargs="+", default=["*"], metavar="PATTERN",
                        help="only these sessions: exact names or prefixes ending in * (default: * = all)")
+    export = commands.add_parser("export", parents=[common], help="write memories as JSON Lines (a header line, "
+                                 "then one memory a line)", description="Write memories as JSON Lines: a header "
+                                 "line, then one memory a line in storage order, streamed from the database (the "
+                                 "embedded one starts if no server runs). See README, Export and import.")
+    which = export.add_mutually_exclusive_group(required=True)
+    which.add_argument("--session", help="one session, by its exact name")
+    which.add_argument("--sessions-like", metavar="PATTERN",
+                       help="sessions by pattern: an exact name or a prefix ending in '*' (team:*)")
+    which.add_argument("--all", action="store_true", help="every session")
+    export.add_argument("-o", "--output", type=Path, default=None, help="file to write (default: stdout)")
     return parser
 
 
@@ -198,6 +209,32 @@ async def _usage(settings: Settings, patterns: list[str], reset: bool) -> None:
         await deps.close()
 
 
+async def _export(settings: Settings, args: argparse.Namespace) -> None:
+    from mcp_memory.access import SessionScope
+    from mcp_memory.transfer.export import export
+
+    pattern = "*" if args.all else args.session if args.session is not None else args.sessions_like
+    if args.session is not None and "*" in args.session:
+        raise ConfigError("--session takes an exact name; use --sessions-like for a pattern")
+    try:
+        scope = SessionScope.parse([pattern])
+    except ValueError as exc:
+        raise ConfigError(f"--sessions-like: {exc}") from None
+    deps = Deps(settings)
+    await deps.start()
+    try:
+        ready = await deps.ready()
+        if args.output is None:
+            count = await export(ready, scope, sys.stdout)
+            sys.stdout.flush()
+        else:
+            with args.output.open("w", encoding="utf-8") as out:
+                count = await export(ready, scope, out)
+        logger.info("exported %d memories", count)
+    finally:
+        await deps.close()
+
+
 def _exit_on_sigterm() -> None:
     def handler(signum: int, frame: object) -> None:
         raise SystemExit(128 + signum)
@@ -254,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
         _exit_on_sigterm()
         if args.command == "doctor":
             anyio.run(_doctor, settings)
+        elif args.command == "export":
+            anyio.run(_export, settings, args)
         elif args.command == "usage":
             anyio.run(_usage, settings, args.sessions, args.reset)
         elif args.transport == "http":
