@@ -101,6 +101,15 @@ def _parser() -> argparse.ArgumentParser:
                        help="sessions by pattern: an exact name or a prefix ending in '*' (team:*)")
     which.add_argument("--all", action="store_true", help="every session")
     export.add_argument("-o", "--output", type=Path, default=None, help="file to write (default: stdout)")
+    load = commands.add_parser("import", parents=[common], help="read an mcp-memory export back in (idempotent)",
+                               description="Read a file written by mcp-memory export: every line is checked like "
+                               "store_memory, a bad line is reported with its number and skipped, memories keep "
+                               "their ids and times, and memories already there are skipped as duplicates. "
+                               "Progress on stderr; the summary as JSON on stdout.")
+    load.add_argument("path", type=Path, help="the .jsonl file")
+    load.add_argument("--session", default=None, help="store every memory into this session instead of its own")
+    load.add_argument("--session-prefix", default="", metavar="P", help="put P before every target session name")
+    load.add_argument("--dry-run", action="store_true", help="check every line and count; store nothing")
     return parser
 
 
@@ -209,32 +218,6 @@ async def _usage(settings: Settings, patterns: list[str], reset: bool) -> None:
         await deps.close()
 
 
-async def _export(settings: Settings, args: argparse.Namespace) -> None:
-    from mcp_memory.access import SessionScope
-    from mcp_memory.transfer.export import export
-
-    pattern = "*" if args.all else args.session if args.session is not None else args.sessions_like
-    if args.session is not None and "*" in args.session:
-        raise ConfigError("--session takes an exact name; use --sessions-like for a pattern")
-    try:
-        scope = SessionScope.parse([pattern])
-    except ValueError as exc:
-        raise ConfigError(f"--sessions-like: {exc}") from None
-    deps = Deps(settings)
-    await deps.start()
-    try:
-        ready = await deps.ready()
-        if args.output is None:
-            count = await export(ready, scope, sys.stdout)
-            sys.stdout.flush()
-        else:
-            with args.output.open("w", encoding="utf-8") as out:
-                count = await export(ready, scope, out)
-        logger.info("exported %d memories", count)
-    finally:
-        await deps.close()
-
-
 def _exit_on_sigterm() -> None:
     def handler(signum: int, frame: object) -> None:
         raise SystemExit(128 + signum)
@@ -292,7 +275,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "doctor":
             anyio.run(_doctor, settings)
         elif args.command == "export":
-            anyio.run(_export, settings, args)
+            from mcp_memory.transfer.run import run_export
+
+            anyio.run(run_export, settings, args.session, args.sessions_like, args.all, args.output)
+        elif args.command == "import":
+            from mcp_memory.transfer.run import run_import
+
+            anyio.run(run_import, settings, args.path, args.session, args.session_prefix, args.dry_run)
         elif args.command == "usage":
             anyio.run(_usage, settings, args.sessions, args.reset)
         elif args.transport == "http":

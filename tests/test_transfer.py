@@ -75,3 +75,97 @@ async def test_export_of_one_session_holds_only_that_session(client, pg_url, wor
     header, *memories = (json.loads(line) for line in result.stdout.decode().splitlines())
     assert header["sessions"] == ["team:b"]
     assert [m["memory_id"] for m in memories] == [ids["b"]]
+
+
+def _summary(result: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
+    return json.loads(result.stdout)
+
+
+def _without_export_time(header: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in header.items() if k != "exported_at"}
+
+
+async def test_export_import_into_an_empty_database_and_export_again_gives_the_same_memories(
+        client, pg_url, fresh_db, work_dir, tmp_path):
+    ids = await _store_sample(client)
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    await _run(work_dir, pg_url, "export", "--all", "-o", str(first))
+    imported = _summary(await _run(work_dir, fresh_db, "import", str(first)))
+    assert imported == {"stored": 4, "duplicates": 0, "supersessions": 1, "rejected": [], "dry_run": False}
+    await _run(work_dir, fresh_db, "export", "--all", "-o", str(second))
+    (header_a, memories_a), (header_b, memories_b) = _lines(first), _lines(second)
+    assert _without_export_time(header_a) == _without_export_time(header_b)
+    assert memories_a == memories_b
+    old = next(m for m in memories_b if m["memory_id"] == ids["old"])
+    assert old["superseded_by"] == ids["new"]
+
+
+async def test_a_second_import_stores_nothing_and_skips_every_memory_as_a_duplicate(
+        client, pg_url, fresh_db, work_dir, tmp_path):
+    await _store_sample(client)
+    path = tmp_path / "all.jsonl"
+    await _run(work_dir, pg_url, "export", "--all", "-o", str(path))
+    assert _summary(await _run(work_dir, fresh_db, "import", str(path)))["stored"] == 4
+    again = _summary(await _run(work_dir, fresh_db, "import", str(path)))
+    assert (again["stored"], again["duplicates"], again["supersessions"]) == (0, 4, 0)
+
+
+async def test_bad_lines_are_reported_with_their_line_numbers_and_the_rest_is_imported(
+        client, pg_url, fresh_db, work_dir, tmp_path):
+    await _store_sample(client)
+    path = tmp_path / "all.jsonl"
+    await _run(work_dir, pg_url, "export", "--sessions-like", "team:*", "-o", str(path))
+    header, first, *rest = path.read_text().splitlines()
+    good = json.loads(first)
+    bad = [
+        "{not json",
+        json.dumps({**good, "content": "   "}),
+        json.dumps({**good, "importance": 2}),
+        json.dumps({**good, "colour": "red"}),
+        json.dumps({**good, "memory_id": "nope"}),
+    ]
+    path.write_text("\n".join([header, bad[0], first, *bad[1:], *rest]) + "\n")
+    result = await _run(work_dir, fresh_db, "import", str(path))
+    summary = _summary(result)
+    assert summary["stored"] == 3
+    assert [r["line"] for r in summary["rejected"]] == [2, 4, 5, 6, 7]
+    reasons = [r["reason"] for r in summary["rejected"]]
+    assert reasons[0].startswith("not JSON")
+    assert reasons[1] == "content: must not be empty or whitespace-only"
+    assert reasons[2] == "importance: must be in the range 0..1; got 2"
+    assert reasons[3].startswith("colour: is not a field of an exported memory")
+    assert reasons[4].startswith("memory_id: must be a memory_id")
+    assert "line 4: content: must not be empty or whitespace-only" in result.stderr.decode()
+
+
+async def test_a_dry_run_counts_what_it_would_store_and_stores_nothing(client, pg_url, fresh_db, work_dir, tmp_path):
+    await _store_sample(client)
+    path, after = tmp_path / "all.jsonl", tmp_path / "after.jsonl"
+    await _run(work_dir, pg_url, "export", "--all", "-o", str(path))
+    summary = _summary(await _run(work_dir, fresh_db, "import", str(path), "--dry-run"))
+    assert (summary["stored"], summary["dry_run"]) == (4, True)
+    await _run(work_dir, fresh_db, "export", "--all", "-o", str(after))
+    assert _lines(after)[1] == []
+
+
+async def test_a_session_prefix_imports_beside_the_originals_with_the_same_ids(client, pg_url, work_dir, tmp_path):
+    ids = await _store_sample(client)
+    path, after = tmp_path / "b.jsonl", tmp_path / "after.jsonl"
+    await _run(work_dir, pg_url, "export", "--session", "team:b", "-o", str(path))
+    summary = _summary(await _run(work_dir, pg_url, "import", str(path), "--session-prefix", "copy:"))
+    assert summary["stored"] == 1
+    await _run(work_dir, pg_url, "export", "--sessions-like", "copy:*", "-o", str(after))
+    assert [(m["session"], m["memory_id"], m["content"]) for m in _lines(after)[1]] == [
+        ("copy:team:b", ids["b"], "Bob likes tea.")]
+
+
+async def test_a_file_that_is_not_an_export_is_refused_in_one_line_and_nothing_is_stored(fresh_db, work_dir, tmp_path):
+    path = tmp_path / "notes.jsonl"
+    path.write_text(json.dumps({"content": "hello"}) + "\n")
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        result = await anyio.run_process([MCP_MEMORY, "import", str(path)],
+                                         env=server_env(work_dir, MCP_MEMORY_DATABASE_URL=fresh_db), check=False)
+    assert result.returncode == 2
+    assert result.stderr.decode().strip().splitlines()[-1] == (
+        f"mcp-memory: {path}: line 1 is not an mcp-memory export header (written by mcp-memory export)")
+    assert result.stdout == b""
