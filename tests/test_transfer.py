@@ -46,7 +46,8 @@ async def _store_sample(client) -> dict[str, str]:
     return ids
 
 
-async def test_export_writes_a_header_and_every_field_of_each_memory_in_storage_order(client, pg_url, work_dir, tmp_path):
+async def test_export_writes_a_header_and_every_field_of_each_memory_in_storage_order(
+        client, pg_url, work_dir, tmp_path):
     ids = await _store_sample(client)
     out = tmp_path / "team.jsonl"
     await _run(work_dir, pg_url, "export", "--sessions-like", "team:*", "-o", str(out))

@@ -131,7 +131,8 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
             except ValueError as exc:  # InvalidInput is one; so are json's errors
                 reason = str(exc) if isinstance(exc, InvalidInput) else f"not JSON ({exc})"
                 summary.rejected.append((number, reason))
-                progress.console.print(f"line {number}: {reason}", markup=False, highlight=False)
+                progress.console.print(f"line {number}: {reason}", markup=False, highlight=False,
+                                       soft_wrap=True)
                 continue
             batch.append(record)
             if record.link is not None:

@@ -59,8 +59,9 @@ def _keys(value: Any) -> list[dict[str, Any]]:
         raise InvalidInput("idempotency_keys", "must be a list")
     keys = []
     for entry in value:
-        if not isinstance(entry, dict) or not isinstance(entry.get("request_hash"), str) \
-                or not _HEX_SHA256.fullmatch(entry["request_hash"]) or not isinstance(entry.get("superseded", []), list):
+        request_hash = entry.get("request_hash") if isinstance(entry, dict) else None
+        if not isinstance(request_hash, str) or not _HEX_SHA256.fullmatch(request_hash) \
+                or not isinstance(entry.get("superseded", []), list):
             raise InvalidInput("idempotency_keys", "each must be {key, request_hash (64 hex digits), superseded, "
                                "created_at}")
         keys.append({
