@@ -106,7 +106,10 @@ def _parser() -> argparse.ArgumentParser:
                                "store_memory, a bad line is reported with its number and skipped, memories keep "
                                "their ids and times, and memories already there are skipped as duplicates. "
                                "Progress on stderr; the summary as JSON on stdout.")
-    load.add_argument("path", type=Path, help="the .jsonl file")
+    load.add_argument("path", type=Path, help="the .jsonl export, or a folder or file of Markdown/text notes")
+    load.add_argument("--format", choices=["auto", "mcp-memory", "markdown"], default="auto",
+                      help="mcp-memory (an export) or markdown (notes: one memory per paragraph; needs --session); "
+                      "auto: a folder or a .md/.markdown/.txt file is markdown (default)")
     load.add_argument("--session", default=None, help="store every memory into this session instead of its own")
     load.add_argument("--session-prefix", default="", metavar="P", help="put P before every target session name")
     load.add_argument("--dry-run", action="store_true", help="check every line and count; store nothing")
@@ -281,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "import":
             from mcp_memory.transfer.run import run_import
 
-            anyio.run(run_import, settings, args.path, args.session, args.session_prefix, args.dry_run)
+            anyio.run(run_import, settings, args.path, args.session, args.session_prefix, args.dry_run, args.format)
         elif args.command == "usage":
             anyio.run(_usage, settings, args.sessions, args.reset)
         elif args.transport == "http":

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -170,3 +172,37 @@ async def test_a_file_that_is_not_an_export_is_refused_in_one_line_and_nothing_i
     assert result.stderr.decode().strip().splitlines()[-1] == (
         f"mcp-memory: {path}: line 1 is not an mcp-memory export header (written by mcp-memory export)")
     assert result.stdout == b""
+
+
+async def test_a_folder_of_notes_becomes_one_memory_per_paragraph_with_path_heading_and_file_time(
+        fresh_db, work_dir, tmp_path):
+    notes = tmp_path / "notes"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "notes", notes)
+    os.utime(notes / "travel.md", (1709251200, 1709251200))  # 2024-03-01T00:00:00Z
+    os.utime(notes / "projects" / "garden.txt", (1711929600, 1711929600))  # 2024-04-01T00:00:00Z
+    summary = _summary(await _run(work_dir, fresh_db, "import", str(notes), "--session", "notes"))
+    assert (summary["stored"], summary["rejected"]) == (5, [])
+    out = tmp_path / "notes.jsonl"
+    await _run(work_dir, fresh_db, "export", "--all", "-o", str(out))
+    found = {m["content"]: (m["session"], m["metadata"], m["occurred_at"]) for m in _lines(out)[1]}
+    march, april = "2024-03-01T00:00:00+00:00", "2024-04-01T00:00:00+00:00"
+    assert found == {
+        "Alice flies to Lisbon on the 14th of March.\nShe booked a window seat.":
+            ("notes", {"path": "travel.md", "heading": "Travel"}, march),
+        "The hotel in Lisbon is near the river.": ("notes", {"path": "travel.md", "heading": "Hotels"}, march),
+        "#hashtag lines are text, not headings.": ("notes", {"path": "travel.md", "heading": "Hotels"}, march),
+        "Tomatoes go in after the last frost.": ("notes", {"path": "projects/garden.txt", "heading": None}, april),
+        "Water the basil every morning.": ("notes", {"path": "projects/garden.txt", "heading": None}, april),
+    }
+    again = _summary(await _run(work_dir, fresh_db, "import", str(notes), "--format", "markdown", "--session", "notes"))
+    assert (again["stored"], again["duplicates"]) == (0, 5)
+
+
+async def test_notes_without_a_session_are_refused_in_one_line(fresh_db, work_dir):
+    notes = Path(__file__).parent / "fixtures" / "notes"
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        result = await anyio.run_process([MCP_MEMORY, "import", str(notes)],
+                                         env=server_env(work_dir, MCP_MEMORY_DATABASE_URL=fresh_db), check=False)
+    assert result.returncode == 2
+    assert result.stderr.decode().strip().splitlines()[-1] == (
+        "mcp-memory: --format markdown needs --session: notes name no session")

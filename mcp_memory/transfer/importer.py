@@ -21,8 +21,9 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
 from rich.text import Text
 
 from mcp_memory.deps import Ready
-from mcp_memory.errors import ConfigError, InvalidInput
+from mcp_memory.errors import ConfigError
 from mcp_memory.transfer.export import FORMAT, VERSION
+from mcp_memory.transfer.notes import NOTE_SUFFIXES, note_paragraphs
 from mcp_memory.transfer.records import Link, Record, parse_record
 
 __all__ = ["ImportSummary", "import_file"]
@@ -33,13 +34,14 @@ BATCH_SIZE = 64  # memories per embedding batch and per insert transaction
 @dataclass
 class ImportSummary:
     """What an import did (or, with ``dry_run``, would do): ``stored`` new memories, ``duplicates``
-    skipped, ``rejected`` lines as (line number, reason), ``supersessions`` links restored."""
+    skipped, ``rejected`` lines as (line number, or ``path:line`` of a note, and reason),
+    ``supersessions`` links restored."""
 
     dry_run: bool
     stored: int = 0
     duplicates: int = 0
     supersessions: int = 0
-    rejected: list[tuple[int, str]] = field(default_factory=list)
+    rejected: list[tuple[int | str, str]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {"stored": self.stored, "duplicates": self.duplicates, "supersessions": self.supersessions,
@@ -87,10 +89,12 @@ async def _flush(ready: Ready, batch: list[Record], summary: ImportSummary) -> N
 
 
 async def import_file(ready: Ready, path: Path, session: str | None = None, prefix: str = "",
-                      dry_run: bool = False, console: Console | None = None) -> ImportSummary:
-    """Import the ``mcp-memory`` export at ``path``.
+                      dry_run: bool = False, console: Console | None = None, fmt: str = "auto") -> ImportSummary:
+    """Import the ``mcp-memory`` export, or the folder or file of notes (``transfer/notes.py``), at ``path``.
 
     Args:
+        fmt: ``mcp-memory``, ``markdown``, or ``auto`` (a folder, or a .md/.markdown/.txt file, is
+            markdown; anything else an export).
         session: store every memory into this session instead of its own.
         prefix: put this before every target session name (``restored:``).
         dry_run: check every line and count what would be stored; write nothing, embed nothing.
@@ -100,39 +104,46 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
         counts as a duplicate; with ``dry_run``, duplicates within the file itself are not found.
 
     Raises:
-        ConfigError: the file cannot be read, or its first line is not an export header.
+        ConfigError: the file cannot be read, or its first line is not an export header, or
+            markdown is imported without a session.
         EmbeddingError, DatabaseUnavailable: a provider failed; batches stored before stay stored
             (a rerun skips them as duplicates).
     """
+    if fmt == "auto":
+        fmt = "markdown" if path.is_dir() or path.suffix.lower() in NOTE_SUFFIXES else "mcp-memory"
     console = console or Console(stderr=True)
     limits = ready.settings.limits
     summary = ImportSummary(dry_run=dry_run)
     links: list[Link] = []
     try:
-        with path.open("rb") as counting:
-            total = sum(1 for _ in counting)
-        handle = path.open(encoding="utf-8", errors="strict")
+        if fmt == "markdown":
+            if session is None:
+                raise ConfigError("--format markdown needs --session: notes name no session")
+            notes = list(note_paragraphs(path, session))
+            total, entries = len(notes), iter(notes)
+        else:
+            with path.open("rb") as counting:
+                total = max(sum(1 for _ in counting) - 1, 0)
+            entries = _export_entries(path)
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _Rate(),
                TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn())
-    with handle, Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task("checking" if dry_run else "importing", total=max(total - 1, 0))
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task("checking" if dry_run else "importing", total=total)
         batch: list[Record] = []
-        for number, raw in enumerate(_read(handle, path), 1):
-            if number == 1:
-                _check_header(path, raw)
-                continue
+        for where, value in entries:
             progress.advance(task)
-            if not raw.strip():
+            if value is None:
                 continue
             try:
-                record = parse_record(json.loads(raw), limits, session, prefix)
-            except ValueError as exc:  # InvalidInput is one; so are json's errors
-                reason = str(exc) if isinstance(exc, InvalidInput) else f"not JSON ({exc})"
-                summary.rejected.append((number, reason))
-                progress.console.print(f"line {number}: {reason}", markup=False, highlight=False,
-                                       soft_wrap=True)
+                if isinstance(value, ValueError):
+                    raise value
+                record = parse_record(value, limits, session, prefix)
+            except ValueError as exc:  # InvalidInput is one
+                summary.rejected.append((where, str(exc)))
+                shown = f"line {where}" if isinstance(where, int) else where
+                progress.console.print(f"{shown}: {exc}", markup=False, highlight=False, soft_wrap=True)
                 continue
             batch.append(record)
             if record.link is not None:
@@ -142,12 +153,33 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
                 batch = []
         if batch:
             await _flush(ready, batch, summary)
-    if total == 0:
-        raise ConfigError(f"{path}: empty file; an export starts with its header line")
     if not dry_run:
         summary.supersessions = await ready.repository.import_supersessions(
             [(k.session, k.memory_id, k.superseded_by, k.superseded_at, k.source) for k in links])
     return summary
+
+
+def _export_entries(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, JSON value) per memory line of an export; None for a blank line, a
+    ValueError for a line that is not JSON.
+
+    Raises:
+        ConfigError: the file is empty, not UTF-8, or its first line is not an export header.
+    """
+    number = 0
+    with path.open(encoding="utf-8") as handle:
+        for number, raw in enumerate(_read(handle, path), 1):
+            if number == 1:
+                _check_header(path, raw)
+            elif not raw.strip():
+                yield number, None
+            else:
+                try:
+                    yield number, json.loads(raw)
+                except ValueError as exc:
+                    yield number, ValueError(f"not JSON ({exc})")
+    if number == 0:
+        raise ConfigError(f"{path}: empty file; an export starts with its header line")
 
 
 def _read(handle: Any, path: Path) -> Iterator[str]:

@@ -55,8 +55,10 @@ async def run_export(settings: Settings, session: str | None, sessions_like: str
             out.close()
 
 
-async def run_import(settings: Settings, path: Path, session: str | None, prefix: str, dry_run: bool) -> None:
-    """Import the export at ``path``; a one-line summary on stderr, the summary as JSON on stdout.
+async def run_import(settings: Settings, path: Path, session: str | None, prefix: str, dry_run: bool,
+                     fmt: str = "auto") -> None:
+    """Import the export (or the notes, ``fmt`` markdown) at ``path``; a one-line summary on stderr,
+    the summary as JSON on stdout.
 
     Raises:
         ConfigError: a bad --session or --session-prefix, or the file is not an export.
@@ -71,7 +73,7 @@ async def run_import(settings: Settings, path: Path, session: str | None, prefix
     deps = Deps(settings)
     try:
         await deps.start()
-        summary = await import_file(await deps.ready(), path, session, prefix, dry_run)
+        summary = await import_file(await deps.ready(), path, session, prefix, dry_run, fmt=fmt)
     finally:
         await deps.close()
     verb = "would store" if summary.dry_run else "stored"
