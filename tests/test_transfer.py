@@ -13,7 +13,7 @@ import anyio
 import pytest
 
 from processes import MCP_MEMORY, fresh_db, server_env  # noqa: F401 - fresh_db is a fixture
-from tools import store
+from tools import call, store
 
 pytestmark = pytest.mark.anyio
 
@@ -206,3 +206,16 @@ async def test_notes_without_a_session_are_refused_in_one_line(fresh_db, work_di
     assert result.returncode == 2
     assert result.stderr.decode().strip().splitlines()[-1] == (
         "mcp-memory: --format markdown needs --session: notes name no session")
+
+
+async def test_a_running_server_recalls_memories_imported_into_a_session_it_has_already_searched(
+        client, pg_url, work_dir, tmp_path):
+    await store(client, "live", "Carol drinks coffee every morning.")
+    before = await call(client, "recall_memory", {"session": "live", "query": "who likes tea?"})
+    assert [m["content"] for m in before["memories"]] == ["Carol drinks coffee every morning."]
+    await store(client, "team:b", "Bob likes tea.")
+    path = tmp_path / "b.jsonl"
+    await _run(work_dir, pg_url, "export", "--session", "team:b", "-o", str(path))
+    assert _summary(await _run(work_dir, pg_url, "import", str(path), "--session", "live"))["stored"] == 1
+    after = await call(client, "recall_memory", {"session": "live", "query": "who likes tea?"})
+    assert after["memories"][0]["content"] == "Bob likes tea."
