@@ -18,9 +18,15 @@ import asyncpg
 import numpy as np
 
 from mcp_memory.access import SessionScope
-from mcp_memory.db.usage import _IN_SCOPE, _scope_args
+from mcp_memory.db.usage import _scope_args
 
 __all__ = ["ImportRow", "TransferQueries"]
+
+# $1: every session; $2: exact names; $3: prefixes (usage.py's scope arguments).
+def _in_scope(column: str) -> str:
+    return (f"($1::boolean OR {column} = ANY($2::text[])"
+            f" OR EXISTS (SELECT 1 FROM unnest($3::text[]) AS p(prefix) WHERE starts_with({column}, p.prefix)))")
+
 
 # Storage order (migration 009): the order recall sorts ties in, and the order of the index it reads.
 _EXPORT = (
@@ -31,9 +37,10 @@ _EXPORT = (
     " LEFT JOIN memory_supersessions s ON s.session = m.session AND s.memory_id = m.memory_id"
     " LEFT JOIN (SELECT session, memory_id, jsonb_agg(jsonb_build_object('key', idempotency_key,"
     "   'request_hash', encode(request_hash, 'hex'), 'superseded', superseded::text[], 'created_at', created_at)"
-    "   ORDER BY idempotency_key)::text AS keys FROM idempotency_keys GROUP BY session, memory_id) k"
+    "   ORDER BY idempotency_key)::text AS keys FROM idempotency_keys"
+    f"   WHERE {_in_scope('session')} GROUP BY session, memory_id) k"
     "  ON k.session = m.session AND k.memory_id = m.memory_id"
-    f" WHERE {_IN_SCOPE.replace('session', 'm.session')}"
+    f" WHERE {_in_scope('m.session')}"
     " ORDER BY m.session, m.occurred_at, m.created_at, m.memory_id"
 )
 _CURSOR_PREFETCH = 500  # rows per round trip of the cursor
