@@ -1,4 +1,5 @@
-"""The command line: ``mcp-memory serve`` (stdio or streamable HTTP), ``doctor``, ``token new`` and ``usage``."""
+"""The command line: ``mcp-memory serve`` (stdio or streamable HTTP), ``doctor``, ``token new``, ``usage``,
+``export`` and ``import``."""
 
 from __future__ import annotations
 
@@ -90,6 +91,28 @@ def _parser() -> argparse.ArgumentParser:
     usage.add_argument("--reset", action="store_true", help="clear the totals after printing them")
     usage.add_argument("--sessions", nargs="+", default=["*"], metavar="PATTERN",
                        help="only these sessions: exact names or prefixes ending in * (default: * = all)")
+    export = commands.add_parser("export", parents=[common], help="write memories as JSON Lines (a header line, "
+                                 "then one memory a line)", description="Write memories as JSON Lines: a header "
+                                 "line, then one memory a line in storage order, streamed from the database (the "
+                                 "embedded one starts if no server runs). See README, Export and import.")
+    which = export.add_mutually_exclusive_group(required=True)
+    which.add_argument("--session", help="one session, by its exact name")
+    which.add_argument("--sessions-like", metavar="PATTERN",
+                       help="sessions by pattern: an exact name or a prefix ending in '*' (team:*)")
+    which.add_argument("--all", action="store_true", help="every session")
+    export.add_argument("-o", "--output", type=Path, default=None, help="file to write (default: stdout)")
+    load = commands.add_parser("import", parents=[common], help="read an mcp-memory export back in (idempotent)",
+                               description="Read a file written by mcp-memory export: every line is checked like "
+                               "store_memory, a bad line is reported with its number and skipped, memories keep "
+                               "their ids and times, and memories already there are skipped as duplicates. "
+                               "Progress on stderr; the summary as JSON on stdout.")
+    load.add_argument("path", type=Path, help="the .jsonl export, or a folder or file of Markdown/text notes")
+    load.add_argument("--format", choices=["auto", "mcp-memory", "markdown"], default="auto",
+                      help="mcp-memory (an export) or markdown (notes: one memory per paragraph; needs --session); "
+                      "auto: a folder or a .md/.markdown/.txt file is markdown (default)")
+    load.add_argument("--session", default=None, help="store every memory into this session instead of its own")
+    load.add_argument("--session-prefix", default="", metavar="P", help="put P before every target session name")
+    load.add_argument("--dry-run", action="store_true", help="check every line and count; store nothing")
     return parser
 
 
@@ -254,6 +277,14 @@ def main(argv: list[str] | None = None) -> int:
         _exit_on_sigterm()
         if args.command == "doctor":
             anyio.run(_doctor, settings)
+        elif args.command == "export":
+            from mcp_memory.transfer.run import run_export
+
+            anyio.run(run_export, settings, args.session, args.sessions_like, args.all, args.output)
+        elif args.command == "import":
+            from mcp_memory.transfer.run import run_import
+
+            anyio.run(run_import, settings, args.path, args.session, args.session_prefix, args.dry_run, args.format)
         elif args.command == "usage":
             anyio.run(_usage, settings, args.sessions, args.reset)
         elif args.transport == "http":

@@ -1,5 +1,5 @@
 """The repository: all SQL of mcp-memory lives here, in ``retrieval.py``, ``chronology.py`` and
-``expansion.py`` (recall's search queries), in ``supersessions.py``, ``usage.py`` and ``idempotency.py``
+``expansion.py`` (recall's search queries), in ``supersessions.py``, ``usage.py``, ``idempotency.py`` and ``transfer.py``
 (all mixed into ``Repository``), each statement scoped by session.
 
 Every method takes the session as its first argument and every statement filters on it, so
@@ -28,6 +28,7 @@ from mcp_memory.db.expansion import ExpansionQueries
 from mcp_memory.db.idempotency import IdempotencyQueries, KeyRow, KeyTaken, claim
 from mcp_memory.db.retrieval import RetrievalQueries
 from mcp_memory.db.supersessions import CANDIDATE_COLUMNS, WITH_SUPERSESSION, SupersessionQueries, candidate, mark
+from mcp_memory.db.transfer import TransferQueries
 from mcp_memory.db.usage import UsageQueries
 from mcp_memory.models import Candidate, NewMemory
 
@@ -61,7 +62,8 @@ class StoredRow:
 
 
 class Repository(
-    RetrievalQueries, ChronologyQueries, ExpansionQueries, SupersessionQueries, UsageQueries, IdempotencyQueries
+    RetrievalQueries, ChronologyQueries, ExpansionQueries, SupersessionQueries, UsageQueries, IdempotencyQueries,
+    TransferQueries,
 ):
     """All reads and writes of memories, chunks, audits and usage."""
 

@@ -1,0 +1,173 @@
+"""Export and import of whole memories (``mcp-memory export`` / ``import``).
+
+Mixed into ``Repository``, which provides ``_pool`` and ``_run``. The export streams rows through
+a server-side cursor inside one read-only transaction (one consistent snapshot, memory flat
+however many rows); the import inserts memories with their own ids and timestamps, and never
+overwrites: a memory whose id or content the session already holds is left as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+import numpy as np
+
+from mcp_memory.access import SessionScope
+from mcp_memory.db.usage import _scope_args
+
+__all__ = ["ImportRow", "TransferQueries"]
+
+# $1: every session; $2: exact names; $3: prefixes (usage.py's scope arguments).
+def _in_scope(column: str) -> str:
+    return (f"($1::boolean OR {column} = ANY($2::text[])"
+            f" OR EXISTS (SELECT 1 FROM unnest($3::text[]) AS p(prefix) WHERE starts_with({column}, p.prefix)))")
+
+
+# Storage order (migration 009): the order recall sorts ties in, and the order of the index it reads.
+_EXPORT = (
+    "SELECT m.session, m.memory_id::text AS memory_id, m.content, m.occurred_at, m.created_at,"
+    " m.metadata::text AS metadata, m.importance, s.superseded_by::text AS superseded_by, s.superseded_at,"
+    " s.source AS superseded_source, k.keys AS idempotency_keys"
+    " FROM memories m"
+    " LEFT JOIN memory_supersessions s ON s.session = m.session AND s.memory_id = m.memory_id"
+    " LEFT JOIN (SELECT session, memory_id, jsonb_agg(jsonb_build_object('key', idempotency_key,"
+    "   'request_hash', encode(request_hash, 'hex'), 'superseded', superseded::text[], 'created_at', created_at)"
+    "   ORDER BY idempotency_key)::text AS keys FROM idempotency_keys"
+    f"   WHERE {_in_scope('session')} GROUP BY session, memory_id) k"
+    "  ON k.session = m.session AND k.memory_id = m.memory_id"
+    f" WHERE {_in_scope('m.session')}"
+    " ORDER BY m.session, m.occurred_at, m.created_at, m.memory_id"
+)
+_CURSOR_PREFETCH = 500  # rows per round trip of the cursor
+
+
+@dataclass(frozen=True)
+class ImportRow:
+    """One validated memory to insert as it was exported.
+
+    Attributes:
+        embeddings: one vector per window of the content, window 0 first.
+        idempotency_keys: ``{"key", "request_hash" (hex), "superseded", "created_at"}`` each.
+    """
+
+    session: str
+    memory_id: str
+    content: str
+    content_hash: bytes
+    occurred_at: datetime
+    created_at: datetime
+    metadata: dict[str, Any]
+    importance: float | None
+    embeddings: list[np.ndarray]
+    idempotency_keys: list[dict[str, Any]]
+
+
+class TransferQueries:
+    """Stream memories out; insert them back with their ids."""
+
+    _pool: asyncpg.Pool
+    _model: str
+    _run: Callable[[Callable[[asyncpg.Connection], Awaitable[Any]]], Awaitable[Any]]
+
+    async def export_memories(self, scope: SessionScope) -> AsyncIterator[dict[str, Any]]:
+        """Every memory of the sessions of ``scope`` in storage order, one dict each, read through a
+        server-side cursor in one transaction (a consistent snapshot).
+
+        Yields:
+            ``session, memory_id, content, occurred_at, created_at`` (datetimes), ``metadata``
+            (dict), ``importance``, ``superseded_by``/``superseded_at``/``superseded_source``
+            (None when current) and ``idempotency_keys`` (list).
+
+        Not bounded by ``statement_timeout_ms``: a big export is one long transaction by design.
+        A dropped connection raises (no retry: the rows already written would repeat).
+        """
+        async with self._pool.acquire() as connection:
+            async with connection.transaction(readonly=True, isolation="repeatable_read"):
+                await connection.execute("SET LOCAL statement_timeout = 0")
+                async for row in connection.cursor(_EXPORT, *_scope_args(scope), prefetch=_CURSOR_PREFETCH):
+                    memory = dict(row)
+                    memory["metadata"] = json.loads(row["metadata"])
+                    memory["idempotency_keys"] = json.loads(row["idempotency_keys"] or "[]")
+                    yield memory
+
+    async def existing(self, rows: list[tuple[str, str, bytes]]) -> set[int]:
+        """Positions in ``rows`` ((session, memory_id, content_hash) each) whose session already
+        holds that memory_id or that content."""
+        if not rows:
+            return set()
+        found = await self._run(
+            lambda c: c.fetch(
+                "SELECT t.i FROM unnest($1::text[], $2::uuid[], $3::bytea[]) WITH ORDINALITY AS t(session, id, hash, i)"
+                " WHERE EXISTS (SELECT 1 FROM memories m WHERE m.session = t.session AND m.memory_id = t.id)"
+                " OR EXISTS (SELECT 1 FROM memories m WHERE m.session = t.session AND m.content_hash = t.hash)",
+                [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+            )
+        )
+        return {int(row["i"]) - 1 for row in found}
+
+    async def import_memories(self, rows: list[ImportRow]) -> list[str]:
+        """Insert ``rows`` with their ids, timestamps, window vectors and idempotency keys, in one
+        transaction; a row whose id or content its session already holds is skipped.
+
+        Returns:
+            The memory_ids inserted (the others were duplicates).
+        """
+
+        async def work(connection: asyncpg.Connection) -> list[str]:
+            inserted: list[str] = []
+            async with connection.transaction():
+                for row in rows:
+                    stored = await connection.fetchval(
+                        "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, created_at,"
+                        " metadata, importance, embedding, embedding_model)"
+                        " VALUES ($1, $2::uuid, $3, $4, $5, $6, $7::jsonb, $8, $9, $10)"
+                        " ON CONFLICT DO NOTHING RETURNING memory_id::text",
+                        row.session, row.memory_id, row.content, row.content_hash, row.occurred_at,
+                        row.created_at, json.dumps(row.metadata, ensure_ascii=False), row.importance,
+                        row.embeddings[0], self._model,
+                    )
+                    if stored is None:
+                        continue
+                    inserted.append(stored)
+                    if len(row.embeddings) > 1:
+                        await connection.executemany(
+                            "INSERT INTO memory_chunks (session, memory_id, chunk_no, embedding)"
+                            " VALUES ($1, $2::uuid, $3, $4)",
+                            [(row.session, stored, no, vec) for no, vec in enumerate(row.embeddings[1:], 1)],
+                        )
+                    if row.idempotency_keys:
+                        await connection.executemany(
+                            "INSERT INTO idempotency_keys (session, idempotency_key, memory_id, content_hash,"
+                            " request_hash, superseded, created_at)"
+                            " VALUES ($1, $2, $3::uuid, $4, decode($5, 'hex'), $6::uuid[], $7)"
+                            " ON CONFLICT DO NOTHING",
+                            [(row.session, key["key"], stored, row.content_hash, key["request_hash"],
+                              key["superseded"], key["created_at"]) for key in row.idempotency_keys],
+                        )
+            return inserted
+
+        return await self._run(work)
+
+    async def import_supersessions(self, links: list[tuple[str, str, str, datetime, str]]) -> int:
+        """Record (session, memory_id, superseded_by, superseded_at, source) links whose two
+        memories both exist and whose memory is not marked already; returns how many were recorded."""
+        if not links:
+            return 0
+        status = await self._run(
+            lambda c: c.execute(
+                "INSERT INTO memory_supersessions (session, memory_id, superseded_by, superseded_at, source)"
+                " SELECT t.session, t.id, t.successor, t.at, t.source"
+                " FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::timestamptz[], $5::text[])"
+                "  AS t(session, id, successor, at, source)"
+                " WHERE EXISTS (SELECT 1 FROM memories m WHERE m.session = t.session AND m.memory_id = t.id)"
+                " AND EXISTS (SELECT 1 FROM memories m WHERE m.session = t.session AND m.memory_id = t.successor)"
+                " ON CONFLICT DO NOTHING",
+                *[list(column) for column in zip(*links, strict=True)],
+            )
+        )
+        return int(status.split()[-1])

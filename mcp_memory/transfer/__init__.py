@@ -1,0 +1,1 @@
+"""Memories out of and into the database: ``mcp-memory export`` and ``mcp-memory import``."""

@@ -1,0 +1,189 @@
+"""``mcp-memory import``: an ``mcp-memory`` export back into a database.
+
+Every line is checked with store_memory's rules; a bad line is reported with its line number and
+skipped, never aborting the rest. Good lines are embedded in batches with the embedder's batch
+API and inserted with their memory_ids and timestamps; a memory whose id (or content) its session
+already holds is skipped as a duplicate, so a second run stores nothing new. Supersession links
+are restored once every memory is in. Progress (rate, ETA) and rejections go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.text import Text
+
+from mcp_memory.deps import Ready
+from mcp_memory.errors import ConfigError
+from mcp_memory.transfer.export import FORMAT, VERSION
+from mcp_memory.transfer.notes import NOTE_SUFFIXES, note_paragraphs
+from mcp_memory.transfer.records import Link, Record, parse_record
+
+__all__ = ["ImportSummary", "import_file"]
+
+BATCH_SIZE = 64  # memories per embedding batch and per insert transaction
+
+
+@dataclass
+class ImportSummary:
+    """What an import did (or, with ``dry_run``, would do): ``stored`` new memories, ``duplicates``
+    skipped, ``rejected`` lines as (line number, or ``path:line`` of a note, and reason),
+    ``supersessions`` links restored."""
+
+    dry_run: bool
+    stored: int = 0
+    duplicates: int = 0
+    supersessions: int = 0
+    rejected: list[tuple[int | str, str]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"stored": self.stored, "duplicates": self.duplicates, "supersessions": self.supersessions,
+                "rejected": [{"line": n, "reason": r} for n, r in self.rejected], "dry_run": self.dry_run}
+
+
+class _Rate(ProgressColumn):
+    """Lines per second (rich's own speed columns speak of bytes)."""
+
+    def render(self, task: Task) -> Text:
+        return Text(f"{task.speed:,.0f} lines/s" if task.speed else "- lines/s", style="progress.data.speed")
+
+
+def _check_header(path: Path, first: str) -> None:
+    try:
+        header = json.loads(first)
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ConfigError(f"{path}: line 1 is not an mcp-memory export header (written by mcp-memory export)")
+    if header.get("version") != VERSION:
+        raise ConfigError(f"{path}: export format version {header.get('version')!r}; this mcp-memory reads {VERSION}")
+
+
+async def _flush(ready: Ready, batch: list[Record], summary: ImportSummary) -> None:
+    """Store one batch: skip what the database holds already, embed the rest in one call, insert."""
+    repository = ready.repository
+    known = await repository.existing([(r.row.session, r.row.memory_id, r.row.content_hash) for r in batch])
+    new = [r.row for i, r in enumerate(batch) if i not in known]
+    summary.duplicates += len(known)
+    if summary.dry_run:
+        summary.stored += len(new)  # would be stored
+        return
+    if not new:
+        return
+    windows = [ready.embedder.windows(row.content) for row in new]
+    vectors = await ready.embedder.embed_batch([w for pieces in windows for w in pieces])
+    rows, start = [], 0
+    for row, pieces in zip(new, windows, strict=True):
+        rows.append(replace(row, embeddings=vectors[start:start + len(pieces)]))
+        start += len(pieces)
+    inserted = await repository.import_memories(rows)
+    summary.stored += len(inserted)
+    summary.duplicates += len(rows) - len(inserted)  # the same content twice in the file
+
+
+async def import_file(ready: Ready, path: Path, session: str | None = None, prefix: str = "",
+                      dry_run: bool = False, console: Console | None = None, fmt: str = "auto") -> ImportSummary:
+    """Import the ``mcp-memory`` export, or the folder or file of notes (``transfer/notes.py``), at ``path``.
+
+    Args:
+        fmt: ``mcp-memory``, ``markdown``, or ``auto`` (a folder, or a .md/.markdown/.txt file, is
+            markdown; anything else an export).
+        session: store every memory into this session instead of its own.
+        prefix: put this before every target session name (``restored:``).
+        dry_run: check every line and count what would be stored; write nothing, embed nothing.
+
+    Returns:
+        The summary. A memory of the file whose id or content its target session already holds
+        counts as a duplicate; with ``dry_run``, duplicates within the file itself are not found.
+
+    Raises:
+        ConfigError: the file cannot be read, or its first line is not an export header, or
+            markdown is imported without a session.
+        EmbeddingError, DatabaseUnavailable: a provider failed; batches stored before stay stored
+            (a rerun skips them as duplicates).
+    """
+    if fmt == "auto":
+        fmt = "markdown" if path.is_dir() or path.suffix.lower() in NOTE_SUFFIXES else "mcp-memory"
+    console = console or Console(stderr=True)
+    limits = ready.settings.limits
+    summary = ImportSummary(dry_run=dry_run)
+    links: list[Link] = []
+    try:
+        if fmt == "markdown":
+            if session is None:
+                raise ConfigError("--format markdown needs --session: notes name no session")
+            notes = list(note_paragraphs(path, session))
+            total, entries = len(notes), iter(notes)
+        else:
+            with path.open("rb") as counting:
+                total = max(sum(1 for _ in counting) - 1, 0)
+            entries = _export_entries(path)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _Rate(),
+               TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task("checking" if dry_run else "importing", total=total)
+        batch: list[Record] = []
+        for where, value in entries:
+            progress.advance(task)
+            if value is None:
+                continue
+            try:
+                if isinstance(value, ValueError):
+                    raise value
+                record = parse_record(value, limits, session, prefix)
+            except ValueError as exc:  # InvalidInput is one
+                summary.rejected.append((where, str(exc)))
+                shown = f"line {where}" if isinstance(where, int) else where
+                progress.console.print(f"{shown}: {exc}", markup=False, highlight=False, soft_wrap=True)
+                continue
+            batch.append(record)
+            if record.link is not None:
+                links.append(record.link)
+            if len(batch) == BATCH_SIZE:
+                await _flush(ready, batch, summary)
+                batch = []
+        if batch:
+            await _flush(ready, batch, summary)
+    if not dry_run:
+        summary.supersessions = await ready.repository.import_supersessions(
+            [(k.session, k.memory_id, k.superseded_by, k.superseded_at, k.source) for k in links])
+    return summary
+
+
+def _export_entries(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, JSON value) per memory line of an export; None for a blank line, a
+    ValueError for a line that is not JSON.
+
+    Raises:
+        ConfigError: the file is empty, not UTF-8, or its first line is not an export header.
+    """
+    number = 0
+    with path.open(encoding="utf-8") as handle:
+        for number, raw in enumerate(_read(handle, path), 1):
+            if number == 1:
+                _check_header(path, raw)
+            elif not raw.strip():
+                yield number, None
+            else:
+                try:
+                    yield number, json.loads(raw)
+                except ValueError as exc:
+                    yield number, ValueError(f"not JSON ({exc})")
+    if number == 0:
+        raise ConfigError(f"{path}: empty file; an export starts with its header line")
+
+
+def _read(handle: Any, path: Path) -> Iterator[str]:
+    try:
+        yield from handle
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc})") from None

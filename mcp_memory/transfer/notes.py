@@ -1,0 +1,63 @@
+"""A folder of Markdown or text notes as memories: one memory per paragraph.
+
+A paragraph is a run of non-blank lines; Markdown headings (``#`` .. ``######``) are not memories
+but name the paragraphs under them. Each memory gets the file's path (relative to the folder)
+and the nearest heading above it in metadata, and the file's modification time as occurred_at.
+Its memory_id is derived from the session, path and text (UUID 5), so importing the same notes
+again finds the same ids and stores nothing new. Blank lines inside a fenced code block split it
+like any other paragraph.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = ["NOTE_SUFFIXES", "note_paragraphs"]
+
+NOTE_SUFFIXES = frozenset({".md", ".markdown", ".txt"})
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_IDS = uuid.UUID("8d3f5a52-7b0e-4f43-9a59-5f0b3c1f6e21")  # the namespace of note memory_ids
+
+
+def _files(root: Path) -> list[tuple[Path, str]]:
+    if root.is_file():
+        return [(root, root.name)]
+    return [(file, file.relative_to(root).as_posix()) for file in sorted(root.rglob("*"))
+            if file.is_file() and file.suffix.lower() in NOTE_SUFFIXES]
+
+
+def note_paragraphs(root: Path, session: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(``path:line``, memory in the export's line shape) per paragraph of the notes under ``root``.
+
+    Raises:
+        OSError: a file cannot be read. Bytes that are not UTF-8 are replaced (U+FFFD).
+    """
+    for file, name in _files(root):
+        occurred_at = datetime.fromtimestamp(file.stat().st_mtime, UTC).isoformat()
+        heading: str | None = None
+        block: list[str] = []
+        start = 0
+        lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+        for number, line in enumerate([*lines, ""], 1):
+            title = _HEADING.match(line)
+            if title is None and line.strip():
+                start = start if block else number
+                block.append(line)
+                continue
+            if block:
+                content = "\n".join(block).strip()
+                yield f"{name}:{start}", {
+                    "memory_id": str(uuid.uuid5(_IDS, f"{session}\n{name}\n{content}")),
+                    "session": session,
+                    "content": content,
+                    "occurred_at": occurred_at,
+                    "metadata": {"path": name, "heading": heading},
+                }
+                block = []
+            if title is not None:
+                heading = title.group(2)

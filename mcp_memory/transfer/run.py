@@ -1,0 +1,82 @@
+"""What ``mcp-memory export`` and ``mcp-memory import`` run: start the database and the model
+(embedded or external, as ``doctor`` does; no server needs to run), transfer, close."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+from mcp_memory.access import SessionScope
+from mcp_memory.deps import Deps
+from mcp_memory.errors import ConfigError, InvalidInput
+from mcp_memory.pipeline.validate import check_session
+from mcp_memory.settings import Settings
+from mcp_memory.transfer.export import export
+from mcp_memory.transfer.importer import import_file
+
+__all__ = ["run_export", "run_import"]
+
+logger = logging.getLogger(__name__)
+
+
+def _scope(session: str | None, sessions_like: str | None, everything: bool) -> SessionScope:
+    if session is not None and "*" in session:
+        raise ConfigError("--session takes an exact name; use --sessions-like for a pattern")
+    pattern = "*" if everything else session if session is not None else sessions_like
+    try:
+        return SessionScope.parse([pattern or ""])
+    except ValueError as exc:
+        raise ConfigError(f"--sessions-like: {exc}") from None
+
+
+async def run_export(settings: Settings, session: str | None, sessions_like: str | None, everything: bool,
+                     output: Path | None) -> None:
+    """Export the chosen sessions to ``output`` (stdout when None).
+
+    Raises:
+        ConfigError: a bad session pattern, or ``output`` cannot be written.
+    """
+    scope = _scope(session, sessions_like, everything)
+    try:
+        out = sys.stdout if output is None else output.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {output}: {exc.strerror}") from None
+    deps = Deps(settings)
+    try:
+        await deps.start()
+        count = await export(await deps.ready(), scope, out)
+        out.flush()
+        logger.info("exported %d memories", count)
+    finally:
+        await deps.close()
+        if out is not sys.stdout:
+            out.close()
+
+
+async def run_import(settings: Settings, path: Path, session: str | None, prefix: str, dry_run: bool,
+                     fmt: str = "auto") -> None:
+    """Import the export (or the notes, ``fmt`` markdown) at ``path``; a one-line summary on stderr,
+    the summary as JSON on stdout.
+
+    Raises:
+        ConfigError: a bad --session or --session-prefix, or the file is not an export.
+    """
+    try:
+        if session is not None:
+            check_session(prefix + session, settings.limits)
+        elif prefix:
+            check_session(prefix, settings.limits)
+    except InvalidInput as exc:
+        raise ConfigError(f"--session/--session-prefix: {exc}") from None
+    deps = Deps(settings)
+    try:
+        await deps.start()
+        summary = await import_file(await deps.ready(), path, session, prefix, dry_run, fmt=fmt)
+    finally:
+        await deps.close()
+    verb = "would store" if summary.dry_run else "stored"
+    print(f"{verb} {summary.stored}, duplicates skipped {summary.duplicates}, rejected {len(summary.rejected)}, "
+          f"supersessions restored {summary.supersessions}", file=sys.stderr)
+    print(json.dumps(summary.as_json(), ensure_ascii=False, indent=2))

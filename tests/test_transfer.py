@@ -1,0 +1,221 @@
+"""mcp-memory export and import, run as a user runs them (the installed command, a real database)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from processes import MCP_MEMORY, fresh_db, server_env  # noqa: F401 - fresh_db is a fixture
+from tools import call, store
+
+pytestmark = pytest.mark.anyio
+
+RUN_TIMEOUT_S = 120.0
+
+
+async def _run(work_dir: Path, url: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """``mcp-memory ARGS`` against the database ``url``; fails the test on a non-zero exit."""
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        result = await anyio.run_process(
+            [MCP_MEMORY, *args], env=server_env(work_dir, MCP_MEMORY_DATABASE_URL=url), check=False
+        )
+    assert result.returncode == 0, result.stderr.decode()
+    return result
+
+
+def _lines(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    header, *memories = (json.loads(line) for line in path.read_text().splitlines())
+    return header, memories
+
+
+async def _store_sample(client) -> dict[str, str]:
+    """Memories in three sessions, with every field a memory can have; returns their ids by name."""
+    ids = {
+        "old": await store(client, "team:a", "The office is in Lyon.", occurred_at="2024-01-05T09:00:00+01:00",
+                           metadata={"source": "chat", "n": 1}, importance=0.25),
+        "other": await store(client, "other", "Not a team memory.", occurred_at="2024-01-01"),
+        "b": await store(client, "team:b", "Bob likes tea.", occurred_at="2024-02-01"),
+    }
+    ids["new"] = await store(client, "team:a", "The office moved to Paris.", occurred_at="2024-06-01",
+                             supersedes=[ids["old"]], idempotency_key="move-1")
+    return ids
+
+
+async def test_export_writes_a_header_and_every_field_of_each_memory_in_storage_order(
+        client, pg_url, work_dir, tmp_path):
+    ids = await _store_sample(client)
+    out = tmp_path / "team.jsonl"
+    await _run(work_dir, pg_url, "export", "--sessions-like", "team:*", "-o", str(out))
+    header, memories = _lines(out)
+    assert {k: header[k] for k in ("format", "version", "embedding_model", "embedding_dim", "sessions")} == {
+        "format": "mcp-memory", "version": 1, "embedding_model": "sentence-transformers/all-MiniLM-L6-v2",
+        "embedding_dim": 384, "sessions": ["team:*"]}
+    assert [(m["session"], m["memory_id"]) for m in memories] == [
+        ("team:a", ids["old"]), ("team:a", ids["new"]), ("team:b", ids["b"])]
+    old, new, _ = memories
+    assert old["content"] == "The office is in Lyon."
+    assert old["occurred_at"] == "2024-01-05T08:00:00+00:00"
+    assert old["metadata"] == {"source": "chat", "n": 1}
+    assert old["importance"] == 0.25
+    assert (old["superseded_by"], old["superseded_source"]) == (ids["new"], "explicit")
+    assert new["superseded_by"] is None and new["importance"] is None
+    assert [key["key"] for key in new["idempotency_keys"]] == ["move-1"]
+    assert new["idempotency_keys"][0]["superseded"] == [ids["old"]]
+    assert old["idempotency_keys"] == []
+    assert old["created_at"] <= new["created_at"]
+
+
+async def test_export_of_one_session_holds_only_that_session(client, pg_url, work_dir):
+    ids = await _store_sample(client)
+    result = await _run(work_dir, pg_url, "export", "--session", "team:b")
+    header, *memories = (json.loads(line) for line in result.stdout.decode().splitlines())
+    assert header["sessions"] == ["team:b"]
+    assert [m["memory_id"] for m in memories] == [ids["b"]]
+
+
+def _summary(result: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
+    return json.loads(result.stdout)
+
+
+def _without_export_time(header: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in header.items() if k != "exported_at"}
+
+
+async def test_export_import_into_an_empty_database_and_export_again_gives_the_same_memories(
+        client, pg_url, fresh_db, work_dir, tmp_path):
+    ids = await _store_sample(client)
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    await _run(work_dir, pg_url, "export", "--all", "-o", str(first))
+    imported = _summary(await _run(work_dir, fresh_db, "import", str(first)))
+    assert imported == {"stored": 4, "duplicates": 0, "supersessions": 1, "rejected": [], "dry_run": False}
+    await _run(work_dir, fresh_db, "export", "--all", "-o", str(second))
+    (header_a, memories_a), (header_b, memories_b) = _lines(first), _lines(second)
+    assert _without_export_time(header_a) == _without_export_time(header_b)
+    assert memories_a == memories_b
+    old = next(m for m in memories_b if m["memory_id"] == ids["old"])
+    assert old["superseded_by"] == ids["new"]
+
+
+async def test_a_second_import_stores_nothing_and_skips_every_memory_as_a_duplicate(
+        client, pg_url, fresh_db, work_dir, tmp_path):
+    await _store_sample(client)
+    path = tmp_path / "all.jsonl"
+    await _run(work_dir, pg_url, "export", "--all", "-o", str(path))
+    assert _summary(await _run(work_dir, fresh_db, "import", str(path)))["stored"] == 4
+    again = _summary(await _run(work_dir, fresh_db, "import", str(path)))
+    assert (again["stored"], again["duplicates"], again["supersessions"]) == (0, 4, 0)
+
+
+async def test_bad_lines_are_reported_with_their_line_numbers_and_the_rest_is_imported(
+        client, pg_url, fresh_db, work_dir, tmp_path):
+    await _store_sample(client)
+    path = tmp_path / "all.jsonl"
+    await _run(work_dir, pg_url, "export", "--sessions-like", "team:*", "-o", str(path))
+    header, first, *rest = path.read_text().splitlines()
+    good = json.loads(first)
+    bad = [
+        "{not json",
+        json.dumps({**good, "content": "   "}),
+        json.dumps({**good, "importance": 2}),
+        json.dumps({**good, "colour": "red"}),
+        json.dumps({**good, "memory_id": "nope"}),
+    ]
+    path.write_text("\n".join([header, bad[0], first, *bad[1:], *rest]) + "\n")
+    result = await _run(work_dir, fresh_db, "import", str(path))
+    summary = _summary(result)
+    assert summary["stored"] == 3
+    assert [r["line"] for r in summary["rejected"]] == [2, 4, 5, 6, 7]
+    reasons = [r["reason"] for r in summary["rejected"]]
+    assert reasons[0].startswith("not JSON")
+    assert reasons[1] == "content: must not be empty or whitespace-only"
+    assert reasons[2] == "importance: must be in the range 0..1; got 2"
+    assert reasons[3].startswith("colour: is not a field of an exported memory")
+    assert reasons[4].startswith("memory_id: must be a memory_id")
+    assert "line 4: content: must not be empty or whitespace-only" in result.stderr.decode()
+
+
+async def test_a_dry_run_counts_what_it_would_store_and_stores_nothing(client, pg_url, fresh_db, work_dir, tmp_path):
+    await _store_sample(client)
+    path, after = tmp_path / "all.jsonl", tmp_path / "after.jsonl"
+    await _run(work_dir, pg_url, "export", "--all", "-o", str(path))
+    summary = _summary(await _run(work_dir, fresh_db, "import", str(path), "--dry-run"))
+    assert (summary["stored"], summary["dry_run"]) == (4, True)
+    await _run(work_dir, fresh_db, "export", "--all", "-o", str(after))
+    assert _lines(after)[1] == []
+
+
+async def test_a_session_prefix_imports_beside_the_originals_with_the_same_ids(client, pg_url, work_dir, tmp_path):
+    ids = await _store_sample(client)
+    path, after = tmp_path / "b.jsonl", tmp_path / "after.jsonl"
+    await _run(work_dir, pg_url, "export", "--session", "team:b", "-o", str(path))
+    summary = _summary(await _run(work_dir, pg_url, "import", str(path), "--session-prefix", "copy:"))
+    assert summary["stored"] == 1
+    await _run(work_dir, pg_url, "export", "--sessions-like", "copy:*", "-o", str(after))
+    assert [(m["session"], m["memory_id"], m["content"]) for m in _lines(after)[1]] == [
+        ("copy:team:b", ids["b"], "Bob likes tea.")]
+
+
+async def test_a_file_that_is_not_an_export_is_refused_in_one_line_and_nothing_is_stored(fresh_db, work_dir, tmp_path):
+    path = tmp_path / "notes.jsonl"
+    path.write_text(json.dumps({"content": "hello"}) + "\n")
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        result = await anyio.run_process([MCP_MEMORY, "import", str(path)],
+                                         env=server_env(work_dir, MCP_MEMORY_DATABASE_URL=fresh_db), check=False)
+    assert result.returncode == 2
+    assert result.stderr.decode().strip().splitlines()[-1] == (
+        f"mcp-memory: {path}: line 1 is not an mcp-memory export header (written by mcp-memory export)")
+    assert result.stdout == b""
+
+
+async def test_a_folder_of_notes_becomes_one_memory_per_paragraph_with_path_heading_and_file_time(
+        fresh_db, work_dir, tmp_path):
+    notes = tmp_path / "notes"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "notes", notes)
+    os.utime(notes / "travel.md", (1709251200, 1709251200))  # 2024-03-01T00:00:00Z
+    os.utime(notes / "projects" / "garden.txt", (1711929600, 1711929600))  # 2024-04-01T00:00:00Z
+    summary = _summary(await _run(work_dir, fresh_db, "import", str(notes), "--session", "notes"))
+    assert (summary["stored"], summary["rejected"]) == (5, [])
+    out = tmp_path / "notes.jsonl"
+    await _run(work_dir, fresh_db, "export", "--all", "-o", str(out))
+    found = {m["content"]: (m["session"], m["metadata"], m["occurred_at"]) for m in _lines(out)[1]}
+    march, april = "2024-03-01T00:00:00+00:00", "2024-04-01T00:00:00+00:00"
+    assert found == {
+        "Alice flies to Lisbon on the 14th of March.\nShe booked a window seat.":
+            ("notes", {"path": "travel.md", "heading": "Travel"}, march),
+        "The hotel in Lisbon is near the river.": ("notes", {"path": "travel.md", "heading": "Hotels"}, march),
+        "#hashtag lines are text, not headings.": ("notes", {"path": "travel.md", "heading": "Hotels"}, march),
+        "Tomatoes go in after the last frost.": ("notes", {"path": "projects/garden.txt", "heading": None}, april),
+        "Water the basil every morning.": ("notes", {"path": "projects/garden.txt", "heading": None}, april),
+    }
+    again = _summary(await _run(work_dir, fresh_db, "import", str(notes), "--format", "markdown", "--session", "notes"))
+    assert (again["stored"], again["duplicates"]) == (0, 5)
+
+
+async def test_notes_without_a_session_are_refused_in_one_line(fresh_db, work_dir):
+    notes = Path(__file__).parent / "fixtures" / "notes"
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        result = await anyio.run_process([MCP_MEMORY, "import", str(notes)],
+                                         env=server_env(work_dir, MCP_MEMORY_DATABASE_URL=fresh_db), check=False)
+    assert result.returncode == 2
+    assert result.stderr.decode().strip().splitlines()[-1] == (
+        "mcp-memory: --format markdown needs --session: notes name no session")
+
+
+async def test_a_running_server_recalls_memories_imported_into_a_session_it_has_already_searched(
+        client, pg_url, work_dir, tmp_path):
+    await store(client, "live", "Carol drinks coffee every morning.")
+    before = await call(client, "recall_memory", {"session": "live", "query": "who likes tea?"})
+    assert [m["content"] for m in before["memories"]] == ["Carol drinks coffee every morning."]
+    await store(client, "team:b", "Bob likes tea.")
+    path = tmp_path / "b.jsonl"
+    await _run(work_dir, pg_url, "export", "--session", "team:b", "-o", str(path))
+    assert _summary(await _run(work_dir, pg_url, "import", str(path), "--session", "live"))["stored"] == 1
+    after = await call(client, "recall_memory", {"session": "live", "query": "who likes tea?"})
+    assert after["memories"][0]["content"] == "Bob likes tea."
