@@ -69,3 +69,14 @@ async def lock_every_table(connection: asyncpg.Connection) -> None:
             await connection.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
     except asyncpg.exceptions.LockNotAvailableError:
         raise AssertionError(f"tables still locked by: {await lock_holders(connection)}") from None
+
+
+async def session_contents(url: str, session: str) -> list[str]:
+    """The contents of ``session``'s memories in the database at ``url``, sorted: what a call stored, read
+    behind the server's back."""
+    connection = await asyncpg.connect(url)
+    try:
+        rows = await connection.fetch("SELECT content FROM memories WHERE session = $1 ORDER BY content", session)
+    finally:
+        await connection.close()
+    return [row["content"] for row in rows]

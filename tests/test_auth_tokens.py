@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import asyncpg
 import httpx
 import pytest
 from bearer import INITIALIZE, mcp_url, post, sha256, token_client, write_config
+from databases import session_contents
 from processes import (  # noqa: F401 - spawn is a fixture
     Spawner,
     create_database,
@@ -49,12 +49,7 @@ class Served:
     db_url: str
 
     async def contents(self, session: str) -> list[str]:
-        connection = await asyncpg.connect(self.db_url)
-        try:
-            rows = await connection.fetch("SELECT content FROM memories WHERE session = $1 ORDER BY content", session)
-        finally:
-            await connection.close()
-        return [row["content"] for row in rows]
+        return await session_contents(self.db_url, session)
 
 
 @pytest.fixture(scope="module")

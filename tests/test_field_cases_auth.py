@@ -21,6 +21,7 @@ import asyncpg
 import httpx
 import pytest
 from bearer import INITIALIZE, post, sha256, token_client, write_config
+from databases import session_contents
 from processes import Outcome, Spawner, create_database, drop_database, free_port, sdk_caller
 
 pytestmark = pytest.mark.anyio
@@ -43,12 +44,7 @@ class Served:
     db_url: str
 
     async def rows(self, session: str) -> list[str]:
-        connection = await asyncpg.connect(self.db_url)
-        try:
-            found = await connection.fetch("SELECT content FROM memories WHERE session = $1 ORDER BY content", session)
-        finally:
-            await connection.close()
-        return [row["content"] for row in found]
+        return await session_contents(self.db_url, session)
 
 
 @pytest.fixture(scope="module")
