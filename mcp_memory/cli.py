@@ -7,19 +7,12 @@ import argparse
 import importlib.util
 import json
 import logging
-import os
 import signal
 import sys
-import threading
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
-from mcp.server.stdio import stdio_server
-from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from mcp_memory import __version__
@@ -27,9 +20,8 @@ from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError, McpMemoryError
 from mcp_memory.http.app import serve_http
 from mcp_memory.http.auth import describe_auth, new_token, token_entry
-from mcp_memory.jsonrpc import answered_lines, forward_replies
-from mcp_memory.server import build_server
 from mcp_memory.settings import Settings
+from mcp_memory.stdio import serve_stdio
 
 __all__ = ["main"]
 
@@ -127,64 +119,6 @@ def _configure_logging(level: str) -> None:
 # uvloop (libuv) for the HTTP server's event loop, and uvicorn picks httptools over h11 by itself:
 # recall p50 1.07x at 10k memories, same run (benchmarks/RESULTS.md). Not on Windows.
 _HAVE_UVLOOP = importlib.util.find_spec("uvloop") is not None
-
-
-class _StdinLines:
-    """The client's stdin as an async iterator of lines, read by a daemon thread.
-
-    The SDK's own stdin reader is an anyio worker thread blocked in ``read()``: it cannot be
-    cancelled, and interpreter exit waits for it, so a stdio server stopped by SIGTERM, SIGINT
-    or a start-up SchemaError kept running until the client wrote or closed stdin
-    (python-sdk #3551). This thread reads the raw descriptor (no buffered-reader lock to trip
-    interpreter finalization) and dies with the process. Like the SDK, fd 0 is pointed at
-    /dev/null while serving, so child processes never read the client's bytes.
-    """
-
-    def __init__(self) -> None:
-        self._fd = os.dup(0)
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
-        os.close(devnull)
-
-    def __aiter__(self) -> AsyncIterator[str]:
-        return self._lines()
-
-    async def _lines(self) -> AsyncIterator[str]:
-        send, receive = anyio.create_memory_object_stream[bytes](1)
-        token = anyio.lowlevel.current_token()
-
-        def pump() -> None:
-            pending = b""
-            try:
-                while chunk := os.read(self._fd, 65536):
-                    *lines, pending = (pending + chunk).split(b"\n")
-                    for line in lines:
-                        anyio.from_thread.run(send.send, line + b"\n", token=token)
-                if pending:
-                    anyio.from_thread.run(send.send, pending, token=token)
-            except Exception:  # the loop has ended or stopped listening: nothing is waiting for lines
-                return
-            finally:
-                try:
-                    anyio.from_thread.run_sync(send.close, token=token)
-                except Exception:
-                    pass
-
-        threading.Thread(target=pump, name="mcp-memory stdin", daemon=True).start()
-        async with receive:
-            async for line in receive:
-                yield line.decode("utf-8", errors="replace")
-
-
-async def _serve_stdio(settings: Settings) -> None:
-    server = build_server(settings)
-    errors, replies = anyio.create_memory_object_stream[SessionMessage](16)  # jsonrpc.py: every request answered
-    lines = answered_lines(_StdinLines(), errors)
-    async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
-        lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, with our stdin
-        async with anyio.create_task_group() as group:
-            group.start_soon(forward_replies, replies, write_stream)
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
 async def _doctor(settings: Settings) -> None:
@@ -300,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                          if given]
             if http_only:  # stdio would ignore them, and a client would wait on a port nobody opened
                 raise ConfigError(f"{', '.join(http_only)} only apply to --transport http")
-            anyio.run(_serve_stdio, settings)
+            anyio.run(serve_stdio, settings)
     except BaseException as exc:  # task groups wrap errors in ExceptionGroups
         errors = _leaves(exc)
         if isinstance(exc, SystemExit) or any(isinstance(e, SystemExit) for e in errors):
