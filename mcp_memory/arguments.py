@@ -16,6 +16,7 @@ both steps for every argument of every tool, present and future:
   sends them so); this is the only parse, and only for fields that can never be a string.
 
 Anything else fails validation in strict mode; ``argument_error`` turns that into one line.
+``checked_tool`` builds every tool with these rules, and refuses argument names a tool does not take.
 """
 
 from __future__ import annotations
@@ -23,11 +24,20 @@ from __future__ import annotations
 import json
 import re
 import types
+from collections.abc import Callable
 from typing import Any, Literal, Union, get_args, get_origin
 
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp_types import ToolAnnotations
+from pydantic import ValidationError
 
-__all__ = ["TYPE_RULE", "StrictArguments"]
+from mcp_memory.errors import InvalidInput
+from mcp_memory.pipeline.validate import argument_error
+from mcp_memory.schema import inline_refs
+
+__all__ = ["TYPE_RULE", "CheckedTool", "StrictArguments", "checked_tool"]
 
 TYPE_RULE = (
     "Arguments are JSON of the types shown; unknown names are refused. An integer may be sent as a string "
@@ -103,3 +113,33 @@ class StrictArguments(FuncMetadata):
         """
         model = self.arg_model.model_validate(self.pre_parse_json(arguments_to_validate), strict=True)
         return model.model_dump_one_level()
+
+
+class CheckedTool(Tool):
+    """A tool whose argument errors are one line naming the argument (``argument_error``), and
+    which refuses argument names it does not take (a misspelt ``supersede`` would otherwise be
+    dropped silently and the memory stored without what the caller asked for)."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        fields = self.fn_metadata.arg_model.model_fields
+        accepted = {field.alias or name for name, field in fields.items()}
+        unknown = sorted(name for name in arguments if name not in accepted)
+        if unknown:
+            raise ToolError(f"Error executing tool {self.name}: " + str(InvalidInput(
+                unknown[0].encode("unicode_escape").decode()[:80], f"is not an argument of {self.name}; it takes {', '.join(sorted(accepted)) or 'no arguments'}")))
+        try:
+            return await super().run(arguments, context, convert_result)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(f"Error executing tool {self.name}: {argument_error(exc.__cause__.errors())}") from None
+            raise
+
+
+def checked_tool(fn: Callable[..., Any], annotations: ToolAnnotations) -> Tool:
+    """The MCP tool for ``fn``: strict arguments, one-line errors, a schema that refuses unknown names."""
+    tool = CheckedTool.from_function(fn, annotations=annotations, structured_output=True)
+    tool.fn_metadata = StrictArguments.of(tool.fn_metadata)  # strings as sent, one type rule (arguments.py)
+    tool.parameters = {**inline_refs(tool.parameters), "description": TYPE_RULE, "additionalProperties": False}
+    if tool.fn_metadata.output_schema is not None:
+        tool.fn_metadata.output_schema = inline_refs(tool.fn_metadata.output_schema)
+    return tool

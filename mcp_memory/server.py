@@ -15,16 +15,14 @@ import anyio
 from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings as SdkAuthSettings
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.tools.base import Tool
 from mcp_types import ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import Field
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from mcp_memory import __version__
-from mcp_memory.arguments import TYPE_RULE, StrictArguments
+from mcp_memory.arguments import checked_tool
 from mcp_memory.pipeline.audit import AUDIT_KINDS
 from mcp_memory.pipeline.audit import list_audits as read_audits
 from mcp_memory.pipeline.audit import record
@@ -34,11 +32,10 @@ from mcp_memory.gate import Gate
 from mcp_memory.jsonrpc import AnswerEveryRequest
 from mcp_memory.models import AuditList, DeleteResult, RecallResult, StoreResult, UsageStats
 from mcp_memory.pipeline.recall import recall
-from mcp_memory.schema import inline_refs
 from mcp_memory.settings import Settings
 from mcp_memory.pipeline.store import store
 from mcp_memory.pipeline.usage import usage_stats as read_usage
-from mcp_memory.pipeline.validate import argument_error, check_memory_id, check_session
+from mcp_memory.pipeline.validate import check_memory_id, check_session
 
 __all__ = ["build_server"]
 
@@ -215,35 +212,6 @@ _ANNOTATIONS = {
 }
 
 
-class _CheckedTool(Tool):
-    """A tool whose argument errors are one line naming the argument (``argument_error``), and
-    which refuses argument names it does not take (a misspelt ``supersede`` would otherwise be
-    dropped silently and the memory stored without what the caller asked for)."""
-
-    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
-        fields = self.fn_metadata.arg_model.model_fields
-        accepted = {field.alias or name for name, field in fields.items()}
-        unknown = sorted(name for name in arguments if name not in accepted)
-        if unknown:
-            raise ToolError(f"Error executing tool {self.name}: " + str(InvalidInput(
-                unknown[0].encode("unicode_escape").decode()[:80], f"is not an argument of {self.name}; it takes {', '.join(sorted(accepted)) or 'no arguments'}")))
-        try:
-            return await super().run(arguments, context, convert_result)
-        except ToolError as exc:
-            if isinstance(exc.__cause__, ValidationError):
-                raise ToolError(f"Error executing tool {self.name}: {argument_error(exc.__cause__.errors())}") from None
-            raise
-
-
-def _tool(fn: Callable[..., Any]) -> Tool:
-    tool = _CheckedTool.from_function(fn, annotations=_ANNOTATIONS[fn.__name__], structured_output=True)
-    tool.fn_metadata = StrictArguments.of(tool.fn_metadata)  # strings as sent, one type rule (arguments.py)
-    tool.parameters = {**inline_refs(tool.parameters), "description": TYPE_RULE, "additionalProperties": False}
-    if tool.fn_metadata.output_schema is not None:
-        tool.fn_metadata.output_schema = inline_refs(tool.fn_metadata.output_schema)
-    return tool
-
-
 class _Server(MCPServer):
     """An MCPServer whose streamable HTTP app answers every JSON-RPC request (jsonrpc.py)."""
 
@@ -293,7 +261,8 @@ def build_server(
         version=__version__,
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
-        tools=[_tool(fn) for fn in _tools(settings, resources, gate or Gate.for_stdio(settings))],
+        tools=[checked_tool(fn, _ANNOTATIONS[fn.__name__])
+               for fn in _tools(settings, resources, gate or Gate.for_stdio(settings))],
         log_level=settings.log_level,
         auth=auth,
         token_verifier=token_verifier,
