@@ -30,7 +30,9 @@ async def test_a_role_out_of_connections_is_reported_as_database_unavailable(dep
         assert await repository.count("s-none") == 0
         await admin.execute(f"ALTER ROLE {role} CONNECTION LIMIT 0")
         await admin.execute(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'")
-        await anyio.sleep(0.5)  # the pooled connection hears it is gone
+        with anyio.fail_after(10):  # until its backend is gone; a dead pooled connection is replaced on use
+            while await admin.fetchval("SELECT count(*) FROM pg_stat_activity WHERE usename = $1", role):
+                await anyio.sleep(0.01)
         with pytest.raises(DatabaseUnavailable, match="too many connections"):
             await repository.count("s-none")
     finally:
