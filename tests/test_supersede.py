@@ -183,6 +183,22 @@ async def test_naming_a_memory_already_superseded_marks_the_current_end_of_its_c
     assert [m["memory_id"] for m in history if m["superseded_by"] is None] == [porto]
 
 
+async def test_the_callers_supersedes_are_audited_with_what_was_named_and_what_was_marked(client):
+    """Only the LLM's decisions were audited: a mark made by the caller left no trace in list_audits."""
+    berlin = await store(client, "s-aud", BERLIN)
+    lisbon = await store(client, "s-aud", LISBON, supersedes=[berlin])
+    porto = await store(client, "s-aud", "Alice moved on to Porto.", supersedes=[berlin])
+    await store(client, "s-aud", COFFEE)
+
+    audits = (await call(client, "list_audits", {"session": "s-aud", "kind": "supersede"}))["audits"]
+
+    assert [row["detail"] for row in audits] == [
+        {"memory_id": porto, "source": "caller", "requested": [berlin], "superseded": [lisbon]},
+        {"memory_id": lisbon, "source": "caller", "requested": [berlin], "superseded": [berlin]},
+    ]
+    assert (await call(client, "list_audits", {"session": "s-other-aud", "kind": "supersede"}))["audits"] == []
+
+
 # --- recall -----------------------------------------------------------------------------------
 
 

@@ -73,6 +73,7 @@ async def test_the_model_sees_the_new_memory_and_its_nearest_current_memories_an
     assert stored["superseded"] == [berlin]
     audit = (await _supersede_audits(superseding, "s-a"))[0]
     assert audit["memory_id"] == stored["memory_id"] and audit["candidates"] == [berlin]
+    assert audit["source"] == "llm"
     assert audit["superseded"] == [berlin] and audit["reason"] == "she moved"
     assert audit["model"] == "fake-supersede" and audit["note"] is None and audit["latency_ms"] > 0
     recalled = (await call(superseding, "recall_memory", {"session": "s-a", "query": "Where does Alice live?"}))

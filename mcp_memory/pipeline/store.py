@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import logging
+
 from mcp_memory.db.idempotency import KeyRow
 from mcp_memory.deps import Ready
-from mcp_memory.errors import InvalidInput
+from mcp_memory.errors import InvalidInput, ProviderError
 from mcp_memory.models import NewMemory, StoreResult
+from mcp_memory.pipeline.audit import record
 from mcp_memory.pipeline.supersede_llm import find_superseded
 from mcp_memory.pipeline.validate import new_memory
 
 __all__ = ["store"]
+
+logger = logging.getLogger(__name__)
 
 
 async def store(
@@ -59,6 +64,8 @@ async def store(
     if isinstance(row, KeyRow):  # a call with the same key committed while this one embedded
         return _replayed(memory, row)
     superseded = list(row.superseded)
+    if row.superseded:
+        await _audit_marks(ready, memory, row.memory_id, row.superseded)
     if not row.deduplicated:
         superseded += await find_superseded(ready, memory, row.memory_id, vectors, exclude=superseded)
     return StoreResult(
@@ -68,6 +75,19 @@ async def store(
         deduplicated=row.deduplicated,
         superseded=superseded,
     )
+
+
+async def _audit_marks(ready: Ready, memory: NewMemory, memory_id: str, marked: list[str]) -> None:
+    """One ``supersede`` audit row for the marks a caller's ``supersedes`` made (``source``
+    ``caller``; the LLM's decisions have ``source`` ``llm``). ``requested`` is what the call named;
+    ``superseded`` what was marked (the current end of a named chain). The marks are committed
+    already: a failing audit write is logged at WARNING and the call still succeeds."""
+    detail = {"memory_id": memory_id, "source": "caller", "requested": list(memory.supersedes),
+              "superseded": marked}
+    try:
+        await record(ready.repository, memory.session, "supersede", detail)
+    except ProviderError as exc:
+        logger.warning("could not audit the caller's supersedes: %s", exc)
 
 
 def _replayed(memory: NewMemory, earlier: KeyRow) -> StoreResult:

@@ -160,8 +160,8 @@ async def find_superseded(
     if model is None or not ready.settings.supersede.llm_on_store:
         return []
     started = time.perf_counter()
-    detail: dict[str, Any] = {"memory_id": memory_id, "candidates": [], "superseded": [], "reason": None,
-                              "model": model, "note": None}
+    detail: dict[str, Any] = {"memory_id": memory_id, "source": "llm", "candidates": [], "superseded": [],
+                              "reason": None, "model": model, "note": None}
     marked: list[str] = []
     try:
         candidates = await _candidates(ready, memory, memory_id, vectors, exclude)
