@@ -1,5 +1,5 @@
 """The command line: ``mcp-memory serve`` (stdio or streamable HTTP), ``doctor``, ``token new``, ``usage``,
-``export`` and ``import``."""
+``export``, ``import`` and ``model prepare``."""
 
 from __future__ import annotations
 
@@ -76,6 +76,15 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("doctor", parents=[common], help="start the database and the model once, print what was "
                         "found, and exit", description="Start the database (embedded or external) and load the "
                         "embedding model once, print the data directory, database, model and LLM, and exit.")
+    model = commands.add_parser("model", help="the embedding model's files in the data directory",
+                                description="The embedding model's files in <data_dir>/models.")
+    model_commands = model.add_subparsers(dest="model_command", required=True)
+    model_commands.add_parser(
+        "prepare", parents=[common], help="build the model's files now (the int8 rewrite, or a download), as the "
+        "first start would; for image builds", description="Build the embedding model's files in <data_dir>/models "
+        "as the first start of serve would (the default model: assembled from the offline extra and rewritten to "
+        "multiply in int8; another fastembed model: downloaded), load it once, print one line and exit. A server "
+        "started on that data directory then writes nothing there. The Dockerfile runs it to bake the model.")
     usage = commands.add_parser("usage", parents=[common], help="print LLM token totals (JSON); --reset clears them",
                                 description="Print the LLM token totals per operation as JSON. With --reset, clear "
                                 "them and print what was cleared; the reset is recorded in an internal table "
@@ -219,6 +228,11 @@ def main(argv: list[str] | None = None) -> int:
             from mcp_memory.transfer.run import run_import
 
             anyio.run(run_import, settings, args.path, args.session, args.session_prefix, args.dry_run, args.format)
+        elif args.command == "model":
+            from mcp_memory.embedding.prepare import prepare_model
+
+            prepared = prepare_model(settings)
+            print(prepared.describe() if prepared else "embedding.provider is openai: no local model to prepare")
         elif args.command == "usage":
             anyio.run(_usage, settings, args.sessions, args.reset)
         elif args.transport == "http":
