@@ -32,6 +32,7 @@ from processes import MCP_MEMORY, Spawner, free_port, server_env, spawn  # noqa:
 
 from mcp_memory.db.migrate import MIN_PGVECTOR
 from mcp_memory.deps import Deps
+from mcp_memory.settings import Settings, TokenSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 HADOLINT = shutil.which("hadolint", path=str(Path(sys.executable).parent)) or shutil.which("hadolint")
@@ -232,19 +233,45 @@ def test_the_unedited_token_placeholder_stops_the_server(spawn: Spawner) -> None
     assert done.stderr.startswith("mcp-memory: invalid settings: auth.tokens.0.token_sha256: String should match")
 
 
+def _new_token_env(*args: str) -> tuple[str, str]:
+    """``mcp-memory token new --env``: (the token, the env file line it prints last)."""
+    made = subprocess.run([MCP_MEMORY, "token", "new", "--env", *args], capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    lines = made.stdout.splitlines()
+    assert lines[-1].startswith("MCP_MEMORY_AUTH__TOKENS='") and lines[1] not in lines[-1]
+    return lines[1], lines[-1]
+
+
+def test_a_token_line_from_token_new_env_is_read_back_into_the_settings(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    token, line = _new_token_env("--name", "o'brien", "--sessions", "team:*", "--sessions", "x",
+                                 "--can-delete", "--rate-limit-per-minute", "7")
+    (tmp_path / ".env").write_text(line + "\n")
+    for key, value in env_file(tmp_path / ".env").items():  # as Compose hands it to the container
+        monkeypatch.setenv(key, value)
+    (entry,) = Settings.load().auth.tokens
+    assert entry == TokenSettings(name="o'brien", token_sha256=sha256(token), sessions=["team:*", "x"],
+                                  can_delete=True, rate_limit_per_minute=7)
+
+
 @pytest.mark.anyio
 async def test_the_compose_service_serves_with_the_token_from_the_env_file(
-    pg_url: str, spawn: Spawner, model_cache: Path, deps: Deps
+    pg_url: str, spawn: Spawner, model_cache: Path, deps: Deps, tmp_path: Path
 ) -> None:
-    """deps: the run's model is built in ``model_cache`` and copied, as the image holds it baked."""
-    token = "compose-" + uuid.uuid4().hex
-    settings = env_file(ROOT / ".env.example")
-    settings["MCP_MEMORY_AUTH__TOKENS"] = settings["MCP_MEMORY_AUTH__TOKENS"].replace(TOKEN_PLACEHOLDER, sha256(token))
-    settings["POSTGRES_PASSWORD"] = "unused-by-the-test-database"
+    """The README's steps: .env from .env.example, the token line from ``token new --env``, then the
+    compose service's command. ``deps``: the run's model is built in ``model_cache`` and copied, as the
+    image holds it baked."""
+    token, line = _new_token_env("--name", "compose", "--sessions", "*")
+    dotenv = [line if entry.startswith("MCP_MEMORY_AUTH__TOKENS=") else entry
+              for entry in (ROOT / ".env.example").read_text().splitlines()]
+    dotenv = [f"POSTGRES_PASSWORD={uuid.uuid4().hex}" if e == "POSTGRES_PASSWORD=" else e for e in dotenv]
+    (tmp_path / ".env").write_text("\n".join(dotenv) + "\n")
+    settings = env_file(tmp_path / ".env")
     data_dir = spawn.data_dir("compose")
     shutil.copytree(model_cache, data_dir / "models")  # the model the image bakes (see test_model_prepare.py)
     port = free_port()
-    server = spawn.command(data_dir, _compose_command(port), MCP_MEMORY_DATABASE_URL=pg_url, **settings)
+    server = spawn.command(data_dir, _compose_command(port), MCP_MEMORY_DATABASE_URL=pg_url,
+                           PGPASSWORD=settings["POSTGRES_PASSWORD"], **settings)
     server.wait_healthy(port)
     assert "rewriting the embedding model" not in server.stderr
 
