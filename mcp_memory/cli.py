@@ -78,15 +78,12 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("doctor", parents=[common], help="start the database and the model once, print what was "
                         "found, and exit", description="Start the database (embedded or external) and load the "
                         "embedding model once, print the data directory, database, model and LLM, and exit.")
-    model = commands.add_parser("model", help="the embedding model's files in the data directory",
-                                description="The embedding model's files in <data_dir>/models.")
-    model_commands = model.add_subparsers(dest="model_command", required=True)
-    model_commands.add_parser(
-        "prepare", parents=[common], help="build the model's files now (the int8 rewrite, or a download), as the "
-        "first start would; for image builds", description="Build the embedding model's files in <data_dir>/models "
-        "as the first start of serve would (the default model: assembled from the offline extra and rewritten to "
-        "multiply in int8; another fastembed model: downloaded), load it once, print one line and exit. A server "
-        "started on that data directory then writes nothing there. The Dockerfile runs it to bake the model.")
+    model = commands.add_parser("model", help="the embedding model's files in <data_dir>/models")
+    model.add_subparsers(dest="model_command", required=True).add_parser(
+        "prepare", parents=[common], help="build them now, as the first start of serve would (the Dockerfile bakes "
+        "the int8 model so); a server on that data dir then writes nothing there", description="Build the embedding "
+        "model's files in <data_dir>/models as the first start of serve would (the default model: rewritten to "
+        "multiply in int8; another fastembed model: downloaded), load it once, print one line and exit.")
     usage = commands.add_parser("usage", parents=[common], help="print LLM token totals (JSON); --reset clears them",
                                 description="Print the LLM token totals per operation as JSON. With --reset, clear "
                                 "them and print what was cleared; the reset is recorded in an internal table "
