@@ -1,5 +1,5 @@
 """The command line: ``mcp-memory serve`` (stdio or streamable HTTP), ``doctor``, ``token new``, ``usage``,
-``export`` and ``import``."""
+``export``, ``import`` and ``model prepare``."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from mcp_memory import __version__
 from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError, McpMemoryError
 from mcp_memory.http.app import serve_http
-from mcp_memory.http.auth import describe_auth, new_token, token_entry
+from mcp_memory.http.auth import describe_auth, new_token, token_entry, token_env_line
 from mcp_memory.settings import Settings
 from mcp_memory.stdio import serve_stdio
 
@@ -73,9 +73,17 @@ def _parser() -> argparse.ArgumentParser:
                      "repeat for several")
     new.add_argument("--can-delete", action="store_true", help="may call delete_memory")
     new.add_argument("--rate-limit-per-minute", type=int, default=None, metavar="N", help="tool calls per minute")
+    new.add_argument("--env", action="store_true", help="print the entry as an env file line "
+                     "(MCP_MEMORY_AUTH__TOKENS='[...]', for the .env of docker-compose.yml) instead of TOML")
     commands.add_parser("doctor", parents=[common], help="start the database and the model once, print what was "
                         "found, and exit", description="Start the database (embedded or external) and load the "
                         "embedding model once, print the data directory, database, model and LLM, and exit.")
+    model = commands.add_parser("model", help="the embedding model's files in <data_dir>/models")
+    model.add_subparsers(dest="model_command", required=True).add_parser(
+        "prepare", parents=[common], help="build them now, as the first start of serve would (the Dockerfile bakes "
+        "the int8 model so); a server on that data dir then writes nothing there", description="Build the embedding "
+        "model's files in <data_dir>/models as the first start of serve would (the default model: rewritten to "
+        "multiply in int8; another fastembed model: downloaded), load it once, print one line and exit.")
     usage = commands.add_parser("usage", parents=[common], help="print LLM token totals (JSON); --reset clears them",
                                 description="Print the LLM token totals per operation as JSON. With --reset, clear "
                                 "them and print what was cleared; the reset is recorded in an internal table "
@@ -219,6 +227,11 @@ def main(argv: list[str] | None = None) -> int:
             from mcp_memory.transfer.run import run_import
 
             anyio.run(run_import, settings, args.path, args.session, args.session_prefix, args.dry_run, args.format)
+        elif args.command == "model":
+            from mcp_memory.embedding.prepare import prepare_model
+
+            prepared = prepare_model(settings)
+            print(prepared.describe() if prepared else "embedding.provider is openai: no local model to prepare")
         elif args.command == "usage":
             anyio.run(_usage, settings, args.sessions, args.reset)
         elif args.transport == "http":
@@ -265,6 +278,12 @@ def _new_token(args: argparse.Namespace) -> int:
     token = new_token()
     print(f"Token for {args.name!r} (shown only now; give it to the client as the header "
           f"'Authorization: Bearer <token>'):\n{token}\n")
+    if args.env:
+        print("Put this line into .env in place of any MCP_MEMORY_AUTH__TOKENS line (it holds only the token's "
+              "SHA-256; one line holds every token, so merge the lists to keep several) and restart the server "
+              "(docker compose up -d):\n")
+        print(token_env_line(token, args.name, args.sessions, args.can_delete, args.rate_limit_per_minute))
+        return 0
     print("Paste this into config.toml (it holds only the token's SHA-256) and restart the server with "
           "--config config.toml (or MCP_MEMORY_CONFIG=config.toml); a server on 0.0.0.0 also accepts the names in "
           "[http] allowed_hosts:\n")

@@ -323,6 +323,10 @@ class Spawner:
         return self._start(["serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(port), *args],
                            data_dir, settings)
 
+    def command(self, data_dir: Path, args: list[str], **settings: str) -> ServerProcess:
+        """Spawn ``mcp-memory <args>`` as given (a command line taken from a deployment file)."""
+        return self._start(args, data_dir, settings)
+
     def close(self) -> None:
         for server in self.servers:
             server.kill()

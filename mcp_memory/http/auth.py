@@ -24,7 +24,7 @@ from mcp_memory.settings import AuthSettings, Settings, TokenSettings
 
 __all__ = [
     "OneAuthorization", "StaticTokens", "TokenVerifier", "describe_auth", "new_token", "sdk_auth", "token_entry",
-    "token_verifier",
+    "token_env_line", "token_verifier",
 ]
 
 
@@ -152,6 +152,23 @@ def token_entry(token: str, name: str, sessions: list[str], can_delete: bool, ra
     if rate_limit_per_minute is not None:
         lines.append(f"rate_limit_per_minute = {rate_limit_per_minute}")
     return "\n".join(lines)
+
+
+def token_env_line(token: str, name: str, sessions: list[str], can_delete: bool, rate_limit_per_minute: int | None) -> str:
+    """The same entry as ``token_entry`` as one env file line, ``MCP_MEMORY_AUTH__TOKENS='[{...}]'``.
+
+    pydantic-settings reads a JSON list from that variable into ``auth.tokens`` (docker-compose.yml
+    passes it from .env). The JSON is single-quoted, which env files and shells take as it is; a
+    ``'`` in the name is written as the JSON escape ``\\u0027``, so the quotes always pair.
+    """
+    import json
+
+    entry: dict[str, object] = {"name": name, "token_sha256": hashlib.sha256(token.encode()).hexdigest(),
+                                "sessions": sessions, "can_delete": can_delete}
+    if rate_limit_per_minute is not None:
+        entry["rate_limit_per_minute"] = rate_limit_per_minute
+    body = json.dumps([entry]).replace("'", "\\u0027")
+    return f"MCP_MEMORY_AUTH__TOKENS='{body}'"
 
 
 def describe_auth(settings: Settings) -> list[str]:
