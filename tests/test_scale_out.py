@@ -3,7 +3,7 @@
 
 Four servers share one database: A and B keep MCP sessions (a 2026-07-28 client sticks to one of
 them), C and D are ``--stateless`` (any request may land on either; tests/round_robin.py alternates
-them). Every write acknowledged by one process is seen by the next read on any other: recall on
+them, for clients of both protocol eras). Every write acknowledged by one process is seen by the next read on any other: recall on
 another process finds a memory the moment its store returned (the other process's vector copy
 learns of it from the session's version row, embedding/vector_cache.py) and never returns one
 deleted elsewhere. A process SIGKILLed under load loses no acknowledged memory: its writers fail
@@ -119,13 +119,14 @@ async def test_a_store_on_one_process_is_recalled_at_once_on_another_and_a_delet
         assert await _recalled(b, session, question) == [again]
 
 
-async def test_a_stateless_client_behind_a_round_robin_proxy_reads_its_writes_on_every_step(
-    servers: dict[str, int],
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_client_behind_a_round_robin_proxy_of_stateless_processes_reads_its_writes_on_every_step(
+    servers: dict[str, int], mode: str
 ) -> None:
     session = f"scale-rr-{uuid.uuid4().hex[:8]}"
     fact, question = PAIRS[1]
     with RoundRobin([servers["C"], servers["D"]]) as proxy:
-        async with Client(proxy.url, mode="legacy", read_timeout_seconds=TIMEOUT_S) as client:
+        async with Client(proxy.url, mode=mode, read_timeout_seconds=TIMEOUT_S) as client:
             for text in FILLER[:10]:
                 await _call(client, "store_memory", {"session": session, "content": text})
             await _recalled(client, session, "copper fittings")  # loads a copy on one process
