@@ -1,14 +1,16 @@
 """Several ``mcp-memory serve`` processes on one PostgreSQL, as behind a load balancer (README
 "Scale-out").
 
-Four servers share one database: A and B keep MCP sessions (a 2026-07-28 client sticks to one of
-them), C and D are ``--stateless`` (any request may land on either; tests/round_robin.py alternates
-them, for clients of both protocol eras). Every write acknowledged by one process is seen by the next read on any other: recall on
-another process finds a memory the moment its store returned (the other process's vector copy
-learns of it from the session's version row, embedding/vector_cache.py) and never returns one
-deleted elsewhere. A process SIGKILLed under load loses no acknowledged memory: its writers fail
-over to the others with the same idempotency key (tests/writers.py), and every acknowledged
-memory_id is then found by recall and by ``mcp-memory export`` through the survivors.
+Four servers share one database: A and B keep MCP sessions for legacy clients, C and D are
+``--stateless``. tests/round_robin.py alternates requests between two of them: a legacy client
+needs C and D; a 2026-07-28 client (every request a self-contained POST, no ``Mcp-Session-Id``)
+works with either pair. Every write acknowledged by one process is seen by the
+next read on any other: recall on another process finds a memory the moment its store returned
+(the other process's vector copy learns of it from the session's version row,
+embedding/vector_cache.py) and never returns one deleted elsewhere. A process SIGKILLed under load
+loses no acknowledged memory: its writers fail over to the others with the same idempotency key
+(tests/writers.py), and every acknowledged memory_id is then found by recall and by
+``mcp-memory export`` through the survivors.
 """
 
 from __future__ import annotations
@@ -119,13 +121,20 @@ async def test_a_store_on_one_process_is_recalled_at_once_on_another_and_a_delet
         assert await _recalled(b, session, question) == [again]
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
-async def test_a_client_behind_a_round_robin_proxy_of_stateless_processes_reads_its_writes_on_every_step(
-    servers: dict[str, int], mode: str
+@pytest.mark.parametrize(
+    ("mode", "backends"),
+    [
+        ("legacy", "CD"),  # MCP sessions need sticky routing, or --stateless as here
+        ("2026-07-28", "CD"),
+        ("2026-07-28", "AB"),  # every 2026-07-28 request stands alone: no stickiness needed, even without --stateless
+    ],
+)
+async def test_a_client_behind_a_round_robin_proxy_reads_its_writes_on_every_step(
+    servers: dict[str, int], mode: str, backends: str
 ) -> None:
     session = f"scale-rr-{uuid.uuid4().hex[:8]}"
     fact, question = PAIRS[1]
-    with RoundRobin([servers["C"], servers["D"]]) as proxy:
+    with RoundRobin([servers[name] for name in backends]) as proxy:
         async with Client(proxy.url, mode=mode, read_timeout_seconds=TIMEOUT_S) as client:
             for text in FILLER[:10]:
                 await _call(client, "store_memory", {"session": session, "content": text})
