@@ -1,8 +1,8 @@
 """The kill -9 harness: writers store over HTTP while the server is SIGKILLed and restarted.
 
-Writers (threads, one httpx client each) store unique memories with idempotency keys in a loop,
-retrying a write with the same key on any connection error or "unavailable" tool error until it
-is acknowledged. The main thread SIGKILLs the ``mcp-memory serve --transport http --stateless``
+Writers (tests/writers.py: threads, one httpx client each) store unique memories with idempotency
+keys in a loop, retrying a write with the same key on any connection error or "unavailable" tool
+error until it is acknowledged. The main thread SIGKILLs the ``mcp-memory serve --transport http --stateless``
 process at random moments (each after at least one acknowledgement since its start) and starts a
 new one on the same data directory and port; the embedded PostgreSQL outlives the killed server
 and is joined by the next. At the end every write has been acknowledged (a write started before
@@ -24,7 +24,6 @@ bounded; nothing in mcp_memory is imported.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
 import signal
@@ -40,12 +39,9 @@ from typing import Any
 import asyncpg
 import httpx
 import psutil
+from writers import Writers, store
 
 MCP_MEMORY = str(Path(sys.executable).parent / "mcp-memory")
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json",
-           "mcp-protocol-version": "2025-06-18"}
-
-
 @dataclass
 class Report:
     """What one run measured. ``lost``, ``duplicates``, ``restart_failures``, ``orphaned_postgres``,
@@ -76,14 +72,6 @@ class Report:
         }
 
 
-@dataclass
-class _Write:
-    session: str
-    key: str
-    content: str
-    ids: set[str] = field(default_factory=set)  # every memory_id an attempt was answered with
-
-
 def postgres_pids(data_dir: Path) -> list[int]:
     """Pids of PostgreSQL postmasters whose command line names ``data_dir``'s embedded cluster."""
     pgdata = str(data_dir.resolve() / "pg")
@@ -105,15 +93,13 @@ class Kill9Run:
         assert target in ("server", "postgres")
         self.target = target
         self.data_dir, self.port, self.log_dir = data_dir, port, log_dir
-        self.kills, self.writers, self.sessions = kills, writers, sessions
+        self.kills, self.sessions = kills, sessions
         self.random = random.Random(seed)
         self.max_gap_s, self.start_timeout_s = max_gap_s, start_timeout_s
         self.settings = settings or {}
         self.url = f"http://127.0.0.1:{port}/mcp"
         self.report = Report()
-        self.writes: list[_Write] = []
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
+        self.writers = Writers([self.url], writers, sessions=sessions, seed=seed, give_up_s=4 * start_timeout_s)
         self._server: subprocess.Popen[bytes] | None = None
         self._started = 0
         self._postmasters: set[int] = set()
@@ -175,53 +161,6 @@ class Kill9Run:
         if self._server is not None:
             self._server.wait(20)
 
-    # --- writers ------------------------------------------------------------------------------
-
-    def _call(self, client: httpx.Client, arguments: dict[str, Any]) -> dict[str, Any] | None:
-        """One store attempt: its structured result, or None when it should be retried."""
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "store_memory", "arguments": arguments}}
-        try:
-            reply = client.post(self.url, json=body, headers=HEADERS)
-            message = reply.json()
-        except (httpx.HTTPError, json.JSONDecodeError):
-            return None  # refused, reset, or cut off mid-reply by the kill
-        result = message.get("result") or {}
-        if result.get("isError") or "error" in message:
-            text = json.dumps(message)[:300]
-            if "unavailable" in text or "retry" in text:
-                return None
-            with self._lock:
-                self.report.errors.append(text)
-            return None
-        return result.get("structuredContent")
-
-    def _writer(self, number: int) -> None:
-        pause = threading.Event()
-        with httpx.Client(timeout=30.0) as client:
-            count = 0
-            while not self._stop.is_set():
-                count += 1
-                write = _Write(f"kill9-{number % self.sessions}", f"w{number}-{count}-{self.random.getrandbits(32):08x}",
-                               f"Writer {number} note {count}: parcel {self.random.getrandbits(48):012x} left the depot")
-                with self._lock:
-                    self.writes.append(write)
-                attempts = 0
-                deadline = time.monotonic() + 4 * self.start_timeout_s
-                while time.monotonic() < deadline:
-                    attempts += 1
-                    result = self._call(client, {"session": write.session, "content": write.content,
-                                                 "idempotency_key": write.key})
-                    if result is not None:
-                        write.ids.add(result["memory_id"])
-                        with self._lock:
-                            self.report.acknowledged += 1
-                            self.report.replays += bool(result.get("replayed"))
-                        break
-                    pause.wait(0.05)  # the server is down or restarting: try again shortly
-                with self._lock:
-                    self.report.retries += attempts - 1
-
     # --- the run ------------------------------------------------------------------------------
 
     def run(self) -> Report:
@@ -230,14 +169,12 @@ class Kill9Run:
             if not self._start_server():
                 self.report.restart_failures += 1
                 raise AssertionError(f"the first server did not start; see {self.log_dir}")
-            threads = [threading.Thread(target=self._writer, args=(n,), daemon=True) for n in range(self.writers)]
-            for thread in threads:
-                thread.start()
+            self.writers.start()
             pause = threading.Event()
             for _ in range(self.kills):
-                acked = self.report.acknowledged
+                acked = self.writers.acknowledged
                 progress_deadline = time.monotonic() + 60
-                while self.report.acknowledged <= acked and time.monotonic() < progress_deadline:
+                while self.writers.acknowledged <= acked and time.monotonic() < progress_deadline:
                     pause.wait(0.02)
                 pause.wait(self.random.uniform(0.0, self.max_gap_s))  # a random moment of the write stream
                 killed_at = time.monotonic()
@@ -259,14 +196,13 @@ class Kill9Run:
                     self._kill_server()
                 else:
                     raise AssertionError(f"no server started three times after kill {self.report.kills}")
-            self._stop.set()
-            for thread in threads:
-                thread.join(4 * self.start_timeout_s + 30)
+            self.writers.stop(4 * self.start_timeout_s + 30)
             self._check_over_mcp()
             self._stop_cleanly()
             self._check_database()
         finally:
-            self._stop.set()
+            self.writers.stop(0)
+            self._tally()
             self._kill_server()
             self.report.duration_s = time.monotonic() - started
             self.report.postmasters_seen = len(self._postmasters)
@@ -275,13 +211,18 @@ class Kill9Run:
     def _check_over_mcp(self) -> None:
         """Every acknowledged write, retried with its key, is answered with its one memory_id."""
         with httpx.Client(timeout=30.0) as client:
-            for write in self.writes:
+            for write in self.writers.writes:
                 if not write.ids:
                     continue
-                result = self._call(client, {"session": write.session, "content": write.content,
-                                             "idempotency_key": write.key})
+                result = store(client, self.url, {"session": write.session, "content": write.content,
+                                                  "idempotency_key": write.key}, self.writers.errors)
                 if result is None or not result.get("replayed") or {result["memory_id"]} != write.ids:
                     self._lost.add(write.key)
+
+    def _tally(self) -> None:
+        writers = self.writers
+        self.report.acknowledged, self.report.retries = writers.acknowledged, writers.retries
+        self.report.replays, self.report.errors = writers.replays, list(writers.errors)
 
     def _stop_cleanly(self) -> None:
         assert self._server is not None
@@ -300,12 +241,12 @@ class Kill9Run:
                 pass
 
     def _check_database(self) -> None:
-        rows = asyncio.run(_stored_rows(self.data_dir, sorted({w.session for w in self.writes})))
+        rows = asyncio.run(_stored_rows(self.data_dir, sorted({w.session for w in self.writers.writes})))
         by_content: dict[tuple[str, str], list[str]] = {}
         for session, memory_id, content in rows:
             by_content.setdefault((session, content), []).append(memory_id)
         acked_contents = set()
-        for write in self.writes:
+        for write in self.writers.writes:
             stored = by_content.get((write.session, write.content), [])
             acked_contents.add((write.session, write.content))
             if len(write.ids) > 1 or len(stored) > 1:

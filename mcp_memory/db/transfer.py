@@ -9,7 +9,7 @@ overwrites: a memory whose id or content the session already holds is left as it
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -97,18 +97,22 @@ class TransferQueries:
 
     async def existing(self, rows: list[tuple[str, str, bytes]]) -> set[int]:
         """Positions in ``rows`` ((session, memory_id, content_hash) each) whose session already
-        holds that memory_id or that content."""
-        if not rows:
-            return set()
-        found = await self._run(
-            lambda c: c.fetch(
-                "SELECT t.i FROM unnest($1::text[], $2::uuid[], $3::bytea[]) WITH ORDINALITY AS t(session, id, hash, i)"
-                " WHERE EXISTS (SELECT 1 FROM memories m WHERE m.session = t.session AND m.memory_id = t.id)"
-                " OR EXISTS (SELECT 1 FROM memories m WHERE m.session = t.session AND m.content_hash = t.hash)",
-                [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+        holds that memory_id or that content.
+
+        One statement per session (one shard's rows when distributed by session, README "Scale-out").
+        """
+        found: set[int] = set()
+        for session, places in _by_session(row[0] for row in rows).items():
+            hits = await self._run(
+                lambda c, session=session, places=places: c.fetch(
+                    "SELECT t.i FROM unnest($2::uuid[], $3::bytea[]) WITH ORDINALITY AS t(id, hash, i)"
+                    " WHERE EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.memory_id = t.id)"
+                    " OR EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.content_hash = t.hash)",
+                    session, [rows[i][1] for i in places], [rows[i][2] for i in places],
+                )
             )
-        )
-        return {int(row["i"]) - 1 for row in found}
+            found.update(places[int(hit["i"]) - 1] for hit in hits)
+        return found
 
     async def import_memories(self, rows: list[ImportRow]) -> list[str]:
         """Insert ``rows`` with their ids, timestamps, window vectors and idempotency keys, in one
@@ -155,19 +159,30 @@ class TransferQueries:
 
     async def import_supersessions(self, links: list[tuple[str, str, str, datetime, str]]) -> int:
         """Record (session, memory_id, superseded_by, superseded_at, source) links whose two
-        memories both exist and whose memory is not marked already; returns how many were recorded."""
-        if not links:
-            return 0
-        status = await self._run(
-            lambda c: c.execute(
-                "INSERT INTO memory_supersessions (session, memory_id, superseded_by, superseded_at, source)"
-                " SELECT t.session, t.id, t.successor, t.at, t.source"
-                " FROM unnest($1::text[], $2::uuid[], $3::uuid[], $4::timestamptz[], $5::text[])"
-                "  AS t(session, id, successor, at, source)"
-                " WHERE EXISTS (SELECT 1 FROM memories m WHERE m.session = t.session AND m.memory_id = t.id)"
-                " AND EXISTS (SELECT 1 FROM memories m WHERE m.session = t.session AND m.memory_id = t.successor)"
-                " ON CONFLICT DO NOTHING",
-                *[list(column) for column in zip(*links, strict=True)],
+        memories both exist and whose memory is not marked already; returns how many were recorded.
+
+        One statement per session, as ``existing``.
+        """
+        recorded = 0
+        for session, places in _by_session(link[0] for link in links).items():
+            status = await self._run(
+                lambda c, session=session, places=places: c.execute(
+                    "INSERT INTO memory_supersessions (session, memory_id, superseded_by, superseded_at, source)"
+                    " SELECT $1, t.id, t.successor, t.at, t.source"
+                    " FROM unnest($2::uuid[], $3::uuid[], $4::timestamptz[], $5::text[]) AS t(id, successor, at, source)"
+                    " WHERE EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.memory_id = t.id)"
+                    " AND EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.memory_id = t.successor)"
+                    " ON CONFLICT DO NOTHING",
+                    session, *[[links[i][column] for i in places] for column in range(1, 5)],
+                )
             )
-        )
-        return int(status.split()[-1])
+            recorded += int(status.split()[-1])
+        return recorded
+
+
+def _by_session(sessions: Iterable[str]) -> dict[str, list[int]]:
+    """Positions of each session in ``sessions``, in order."""
+    places: dict[str, list[int]] = {}
+    for place, session in enumerate(sessions):
+        places.setdefault(session, []).append(place)
+    return places
