@@ -18,13 +18,19 @@ import pytest
 from bearer import sha256, token_client, write_config
 from processes import Spawner, create_database, drop_database, free_port
 
+from mcp_memory.deps import Deps
+from mcp_memory.http.app import build_http_app
+from mcp_memory.settings import Settings
+
 pytestmark = pytest.mark.anyio
 
 ALPHA = "alpha-" + "a" * 40  # team:alpha:*
 ADMIN = "admin-" + "z" * 40  # *
+LIMITED = "limited-" + "l" * 40  # rl:*, 2 calls per minute
 TOKENS = [
     {"name": "alpha", "token_sha256": sha256(ALPHA), "sessions": ["team:alpha:*"]},
     {"name": "admin", "token_sha256": sha256(ADMIN), "sessions": ["*"], "can_delete": True},
+    {"name": "limited", "token_sha256": sha256(LIMITED), "sessions": ["rl:*"], "rate_limit_per_minute": 2},
 ]
 A1, A2, B = "team:alpha:notes", "team:alpha:ops", "team:beta:secrets"
 START = datetime(2025, 3, 1, tzinfo=UTC)
@@ -214,3 +220,21 @@ async def test_the_api_only_reads(served: Served) -> None:
     reply = httpx.post(f"http://127.0.0.1:{served.port}/api/sessions", headers={"Authorization": f"Bearer {ALPHA}"},
                        timeout=10)
     assert reply.status_code == 405
+
+
+async def test_the_api_counts_against_the_tokens_rate_limit_as_a_tool_call_does(served: Served) -> None:
+    assert [served.get("/api/sessions", token=LIMITED).status_code for _ in range(2)] == [200, 200]
+    refused = served.get("/api/memories", token=LIMITED, session="rl:x")
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+    assert refused.json()["error"].startswith("rate limit: this token may make 2 calls per minute")
+
+
+async def test_a_stateless_server_serves_the_page_and_its_api_too(base_settings: Settings, deps: Deps,
+                                                                  empty_tables: None) -> None:
+    app = build_http_app(base_settings, deps, "127.0.0.1", stateless=True)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8020") as http:
+        page = await http.get("/")
+        assert page.status_code == 200 and "<title>mcp-memory</title>" in page.text
+        reply = await http.get("/api/memories", params={"session": "nobody"})
+        assert reply.status_code == 200 and reply.json() == {"session": "nobody", "memories": [], "next": None}
+        assert (await http.get("/api/memories", headers={"host": "evil.example"})).status_code == 421

@@ -116,7 +116,8 @@ async def open_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> 
             async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=WAIT_S) as client:
                 for day, note in enumerate(NOTES):
                     stored = await client.call_tool("store_memory", {
-                        "session": GARDEN, "content": note, "occurred_at": (START + timedelta(days=day)).isoformat()})
+                        "session": GARDEN, "content": note, "occurred_at": (START + timedelta(days=day)).isoformat(),
+                        "metadata": {"bed": "south"} if day == 4 else None})
                     assert not stored.is_error
                 await client.call_tool("store_memory", {"session": "home:kitchen", "content": "Oven runs 10 degrees hot"})
                 recalled = await client.call_tool("recall_memory", {"session": GARDEN, "query": "When did the tomatoes go out?"})
@@ -183,6 +184,7 @@ async def test_a_person_picks_a_session_pages_searches_and_opens_an_audit(browse
     contents = _texts(browser, "li.memory .content")
     assert contents == list(reversed(NOTES))  # newest first; the markup note shown as text, never run
     assert browser.title == "mcp-memory" and not browser.find_elements(By.CSS_SELECTOR, "main img, main script")
+    assert _texts(browser, "li.memory .metadata") == ['{"bed":"south"}']
 
     assert not browser.find_elements(By.CSS_SELECTOR, "a[rel=next]")  # seven memories: one page of 50
 

@@ -90,6 +90,13 @@ def _key(cursor: str) -> tuple[datetime, datetime, uuid.UUID]:
     return key
 
 
+def _is_uuid(text: str) -> bool:
+    try:
+        return str(uuid.UUID(text)) == text
+    except ValueError:
+        return False
+
+
 def _memory(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "occurred_at": row["occurred_at"].isoformat(), "created_at": row["created_at"].isoformat()}
 
@@ -211,7 +218,7 @@ class PageApi:
         named = [*detail.get("selected", []), *(item.get("memory_id") for item in detail.get("fused", []))]
         for ids in (detail.get("candidates") or {}).values():
             named += ids
-        unique = [i for i in dict.fromkeys(named) if isinstance(i, str)][:2000]
+        unique = [i for i in dict.fromkeys(named) if isinstance(i, str) and _is_uuid(i)][:2000]
         found = await ready.repository.fetch(session, unique) if unique else {}
         memories = {i: {"content": c.content[:PREVIEW_CHARS], "occurred_at": c.occurred_at.isoformat(),
                         "superseded_by": c.superseded_by} for i, c in found.items()}

@@ -113,7 +113,9 @@ function memoryRow(memory) {
       el("code", { text: memory.memory_id }),
       memory.superseded_by ? el("span", { class: "badge", text: "superseded by " + memory.superseded_by.slice(0, 8) }) : null,
       memory.importance !== null && memory.importance !== undefined
-        ? el("span", { text: "importance " + memory.importance }) : null));
+        ? el("span", { text: "importance " + memory.importance }) : null,
+      memory.metadata && Object.keys(memory.metadata).length
+        ? el("code", { class: "metadata", text: JSON.stringify(memory.metadata) }) : null));
 }
 
 function auditLine(session, row) {
