@@ -37,6 +37,7 @@ from starlette.routing import Route, request_response
 from mcp_memory.deps import Deps, Ready
 from mcp_memory.errors import Forbidden, InvalidInput, McpMemoryError, NotFound, ProviderError, RateLimited
 from mcp_memory.gate import Gate
+from mcp_memory.http.auth import sdk_auth
 from mcp_memory.http.page import Hardened
 from mcp_memory.llm import LlmClient
 from mcp_memory.pipeline.recall import trace
@@ -120,14 +121,13 @@ class PageApi:
             "/api/sessions": self.sessions, "/api/memories": self.memories, "/api/search": self.search,
             "/api/audits": self.audits, "/api/audit": self.audit,
         }
-        auth = self.settings.auth
+        sdk = sdk_auth(self.settings.auth)  # what /mcp is wrapped with: the same scopes and 401 challenge
         routes = []
         for path, view in views.items():
             app = request_response(self._answer(view))
-            if auth.enabled:
-                scopes = auth.oauth.required_scopes if auth.oauth else []
-                metadata = build_resource_metadata_url(auth.oauth.resource_url) if auth.oauth else None  # type: ignore[arg-type]
-                app = RequireAuthMiddleware(app, scopes, metadata)
+            if sdk is not None:
+                metadata = build_resource_metadata_url(sdk.resource_server_url) if sdk.resource_server_url else None
+                app = RequireAuthMiddleware(app, sdk.required_scopes or [], metadata)
             routes.append(Route(path, Hardened(app, security), methods=["GET", "HEAD"]))
         return routes
 
