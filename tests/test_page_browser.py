@@ -99,33 +99,39 @@ def _fake_llm(body: dict[str, Any]) -> ChatReply:
 
 
 @pytest.fixture(scope="module")
-async def open_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+def llm() -> Iterator[FakeOpenAI]:
+    """The scripted planner (two rewrites) and answer model (always refuses) of ``open_server``."""
+    with FakeOpenAI() as fake:
+        fake.set_chat_handler(_fake_llm)
+        yield fake
+
+
+@pytest.fixture(scope="module")
+async def open_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory, llm: FakeOpenAI) -> AsyncIterator[str]:
     """A loopback server without tokens; GARDEN holds NOTES and one recall (rewritten, then refused)."""
     logs = tmp_path_factory.mktemp("page-open")
     db_url = await create_database(pg_url)
     spawner = Spawner(logs)
-    with FakeOpenAI() as fake:
-        fake.set_chat_handler(_fake_llm)
-        llm = {"base_url": fake.base_url, "api_key": "k", "plan_model": "fake-plan", "answer_model": "fake-answer",
-               "timeout_s": 5.0, "max_retries": 0}
-        try:
-            port = free_port()
-            config = write_config(logs / "config.toml", sections={"llm": llm})
-            server = spawner.http(spawner.data_dir(), port, "--config", str(config), MCP_MEMORY_DATABASE_URL=db_url)
-            server.wait_healthy(port, timeout_s=START_S)
-            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=WAIT_S) as client:
-                for day, note in enumerate(NOTES):
-                    stored = await client.call_tool("store_memory", {
-                        "session": GARDEN, "content": note, "occurred_at": (START + timedelta(days=day)).isoformat(),
-                        "metadata": {"bed": "south"} if day == 4 else None})
-                    assert not stored.is_error
-                await client.call_tool("store_memory", {"session": "home:kitchen", "content": "Oven runs 10 degrees hot"})
-                recalled = await client.call_tool("recall_memory", {"session": GARDEN, "query": "When did the tomatoes go out?"})
-                assert recalled.structured_content["answer"] == REFUSAL
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            spawner.close()
-            await drop_database(pg_url, db_url)
+    llm_settings = {"base_url": llm.base_url, "api_key": "k", "plan_model": "fake-plan",
+                    "answer_model": "fake-answer", "timeout_s": 5.0, "max_retries": 0}
+    try:
+        port = free_port()
+        config = write_config(logs / "config.toml", sections={"llm": llm_settings})
+        server = spawner.http(spawner.data_dir(), port, "--config", str(config), MCP_MEMORY_DATABASE_URL=db_url)
+        server.wait_healthy(port, timeout_s=START_S)
+        async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=WAIT_S) as client:
+            for day, note in enumerate(NOTES):
+                stored = await client.call_tool("store_memory", {
+                    "session": GARDEN, "content": note, "occurred_at": (START + timedelta(days=day)).isoformat(),
+                    "metadata": {"bed": "south"} if day == 4 else None})
+                assert not stored.is_error
+            await client.call_tool("store_memory", {"session": "home:kitchen", "content": "Oven runs 10 degrees hot"})
+            recalled = await client.call_tool("recall_memory", {"session": GARDEN, "query": "When did the tomatoes go out?"})
+            assert recalled.structured_content["answer"] == REFUSAL
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        spawner.close()
+        await drop_database(pg_url, db_url)
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +179,8 @@ def _query(driver: Any) -> dict[str, list[str]]:
     return parse_qs(urlsplit(driver.current_url).query)
 
 
-async def test_a_person_picks_a_session_pages_searches_and_opens_an_audit(browser: Any, open_server: str) -> None:
+async def test_a_person_picks_a_session_pages_searches_and_opens_an_audit(browser: Any, open_server: str,
+                                                                         llm: FakeOpenAI) -> None:
     from selenium.webdriver.common.by import By
 
     browser.get(open_server + "/")
@@ -188,6 +195,7 @@ async def test_a_person_picks_a_session_pages_searches_and_opens_an_audit(browse
 
     assert not browser.find_elements(By.CSS_SELECTOR, "a[rel=next]")  # seven memories: one page of 50
 
+    asked = len(llm.chat_requests())
     box = _wait_for(browser, "form.search input[name=q]")
     box.send_keys("tomatoes planted out")
     box.submit()
@@ -202,12 +210,15 @@ async def test_a_person_picks_a_session_pages_searches_and_opens_an_audit(browse
     assert "without writing an audit row" in _wait_for(browser, "p.note", "audit row").text
     assert "total" in _wait_for(browser, "table.times").text
     browser.save_screenshot(str(ARTIFACTS / "page-search.png"))
+    assert len(llm.chat_requests()) == asked  # the page's search neither plans nor answers with the LLM
 
     browser.refresh()  # the search's own address shows it again
     _wait_for(browser, "table.results td.score")
     assert _texts(browser, "table.results tbody tr:first-child .content") == [NOTES[4]]
 
     browser.get(open_server + "/?session=home%3Agarden")
+    _wait_for(browser, "ul.audits li")
+    assert len(_texts(browser, "ul.audits li")) == 1  # the page's searches wrote no audit row
     _wait_for(browser, "ul.audits a", "recall").click()
     _wait_for(browser, ".refusal")
     assert set(_query(browser)) == {"session", "audit"}
