@@ -280,3 +280,23 @@ async def test_an_issuer_briefly_down_refuses_no_token_signed_with_a_known_key()
         assert issuer.requests.count("/jwks.json") == 3
     finally:
         issuer.close()
+
+
+async def test_the_page_api_takes_oauth_tokens_and_shows_only_the_users_own_sessions(served: Served) -> None:
+    carol_session = f"user:carol:{uuid.uuid4().hex[:6]}"
+    async with token_client(served.port, served.token(sub="carol")) as carol:
+        assert not (await carol.call_tool("store_memory", {"session": carol_session, "content": "carol's bike"})).is_error
+
+    def get(path: str, token: str, **params: str) -> httpx.Response:
+        return httpx.get(f"http://127.0.0.1:{served.port}{path}", params=params, timeout=30,
+                         headers={"Authorization": f"Bearer {token}"})
+
+    mine = get("/api/sessions", served.token(sub="carol"))
+    assert mine.status_code == 200 and mine.json()["sessions"] == [{"session": carol_session, "memories": 1}]
+    other = get("/api/memories", served.token(sub="dave"), session=carol_session)
+    assert other.status_code == 403 and "bike" not in other.text
+    assert get("/api/sessions", served.token(sub="dave")).json()["sessions"] == []
+    unscoped = get("/api/sessions", served.token(sub="carol", scope="profile"))
+    assert unscoped.status_code == 403 and 'error="insufficient_scope"' in unscoped.headers["www-authenticate"]
+    expired = get("/api/sessions", served.token(sub="carol", exp=int(time.time()) - 60))
+    assert expired.status_code == 401 and "resource_metadata=" in expired.headers["www-authenticate"]

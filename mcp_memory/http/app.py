@@ -13,7 +13,9 @@ from starlette.middleware import Middleware
 from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError
 from mcp_memory.gate import Gate
+from mcp_memory.http.api import PageApi
 from mcp_memory.http.auth import OneAuthorization, sdk_auth, token_verifier
+from mcp_memory.http.page import static_routes
 from mcp_memory.http.sessions import SessionBounds
 from mcp_memory.server import build_server
 from mcp_memory.settings import Settings
@@ -96,7 +98,8 @@ def transport_security(settings: Settings, host: str) -> TransportSecuritySettin
 
 
 def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, json_response: bool = True) -> Starlette:
-    """The Starlette app serving MCP at ``/mcp`` (and ``/health``) over ``deps``.
+    """The Starlette app serving MCP at ``/mcp`` (and ``/health``), and the read-only page at ``/``
+    with its API under ``/api/`` (``http/page.py``, ``http/api.py``), over ``deps``.
 
     Args:
         settings: the loaded settings.
@@ -107,12 +110,15 @@ def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, j
             ``http/sessions.py``) and closed after ``http.session_idle_timeout_s`` without a request.
         json_response: one JSON body per POST instead of an SSE stream.
     """
-    server = build_server(settings, deps, gate=Gate.for_http(settings), auth=sdk_auth(settings.auth),
+    gate = Gate.for_http(settings)  # one gate: the page's API counts against a token's rate limit as tools do
+    server = build_server(settings, deps, gate=gate, auth=sdk_auth(settings.auth),
                           token_verifier=token_verifier(settings.auth))
     security = transport_security(settings, host)
+    page = static_routes(security) + PageApi(settings, deps, gate).routes(security)
     if stateless:
         app = server.streamable_http_app(stateless_http=True, json_response=json_response, host=host,
                                          transport_security=security)
+        app.router.routes.extend(page)
         if settings.auth.enabled:
             app.add_middleware(OneAuthorization)
         return app
@@ -121,6 +127,7 @@ def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, j
         json_response=json_response, host=host, transport_security=security,
         session_idle_timeout=http.session_idle_timeout_s, max_sessions=http.max_sessions,
     )
+    app.router.routes.extend(page)
     if settings.auth.enabled:
         app.add_middleware(OneAuthorization)  # outermost: before the SDK reads the first of several
     # Inside the SDK's authentication (after its middleware, not around it): a client is then its
@@ -153,7 +160,7 @@ async def serve_http(
     app = build_http_app(settings, deps, host, stateless, json_response)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     http = uvicorn.Server(config)
-    logger.info("serving MCP at http://%s:%d/mcp (health at /health)", host, port)
+    logger.info("serving MCP at http://%s:%d/mcp (health at /health, the page at /)", host, port)
     try:
         await http.serve()
     except SystemExit:

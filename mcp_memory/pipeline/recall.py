@@ -26,7 +26,7 @@ from mcp_memory.pipeline.search import search
 from mcp_memory.pipeline.supersede import prefer_current
 from mcp_memory.pipeline.validate import check_session, check_text, check_top_k
 
-__all__ = ["recall"]
+__all__ = ["recall", "trace"]
 
 
 class _Clock:
@@ -86,7 +86,19 @@ def _first_windows(ready: Ready) -> Callable[[list[str]], Awaitable[list[np.ndar
 async def recall(
     ready: Ready, session: str, query: str, top_k: int | None = None, include_superseded: bool = False
 ) -> RecallResult:
+    """Find the memories of ``session`` that answer ``query`` (``trace``) and write its audit row."""
+    result, detail = await trace(ready, session, query, top_k, include_superseded)
+    await record(ready.repository, session, "recall", detail)
+    return result
+
+
+async def trace(
+    ready: Ready, session: str, query: str, top_k: int | None = None, include_superseded: bool = False
+) -> tuple[RecallResult, dict[str, Any]]:
     """Find the memories of ``session`` that answer ``query``; answer from them if a model is set.
+
+    Writes nothing itself (``recall`` writes the audit row; the LLM client, when one is set,
+    counts its tokens): the page runs it with no LLM to show a search without changing data.
 
     Args:
         session: the session to search; nothing outside it is ever read.
@@ -97,8 +109,9 @@ async def recall(
             current memory's history; by default only a question about the past does.
 
     Returns:
-        RecallResult: with an answer model, its answer (or the fixed refusal) and only the
-        memories it cited; without, ``answer`` null and the top_k fused memories.
+        (RecallResult, detail): with an answer model, its answer (or the fixed refusal) and only
+        the memories it cited; without, ``answer`` null and the top_k fused memories. ``detail``
+        is the audit row's content (candidate lists, fused ranking, stage times in ms).
 
     Raises:
         InvalidInput: bad session, query or top_k (nothing is searched).
@@ -191,5 +204,4 @@ async def recall(
         "latency_ms": clock.ms,
     }
     detail["latency_ms"]["total"] = round(sum(clock.ms.values()), 3)
-    await record(ready.repository, session, "recall", detail)
-    return result
+    return result, detail
