@@ -50,8 +50,11 @@ async def _catalog(pg_url: str) -> dict[str, list[asyncpg.Record]]:
                 " WHERE n.nspname = 'public' AND x.indisunique GROUP BY 1, 2 ORDER BY 1, 2"),
             "foreign": await connection.fetch(
                 "SELECT conrelid::regclass::text AS table, confrelid::regclass::text AS referenced,"
-                " ARRAY(SELECT attname::text FROM pg_attribute WHERE attrelid = conrelid AND attnum = ANY(conkey)) AS columns,"
-                " ARRAY(SELECT attname::text FROM pg_attribute WHERE attrelid = confrelid AND attnum = ANY(confkey))"
+                # in the key's order (conkey[i] references confkey[i]), not the tables' column order
+                " ARRAY(SELECT a.attname::text FROM unnest(conkey) WITH ORDINALITY k(attnum, n)"
+                "  JOIN pg_attribute a ON a.attrelid = conrelid AND a.attnum = k.attnum ORDER BY k.n) AS columns,"
+                " ARRAY(SELECT a.attname::text FROM unnest(confkey) WITH ORDINALITY k(attnum, n)"
+                "  JOIN pg_attribute a ON a.attrelid = confrelid AND a.attnum = k.attnum ORDER BY k.n)"
                 "  AS referenced_columns"
                 " FROM pg_constraint WHERE contype = 'f' AND connamespace = 'public'::regnamespace ORDER BY 1"),
         }
