@@ -93,15 +93,19 @@ def _parser() -> argparse.ArgumentParser:
                        help="sessions by pattern: an exact name or a prefix ending in '*' (team:*)")
     which.add_argument("--all", action="store_true", help="every session")
     export.add_argument("-o", "--output", type=Path, default=None, help="file to write (default: stdout)")
-    load = commands.add_parser("import", parents=[common], help="read an mcp-memory export back in (idempotent)",
-                               description="Read a file written by mcp-memory export: every line is checked like "
+    load = commands.add_parser("import", parents=[common], help="read an mcp-memory export back in, or memories "
+                               "from elsewhere (idempotent)",
+                               description="Read a file written by mcp-memory export (or an MCP memory server's "
+                               "memory.jsonl, mem0's get_all JSON, or Markdown/text notes): every line is checked like "
                                "store_memory, a bad line is reported with its number and skipped, memories keep "
                                "their ids and times, and memories already there are skipped as duplicates. "
                                "Progress on stderr; the summary as JSON on stdout.")
-    load.add_argument("path", type=Path, help="the .jsonl export, or a folder or file of Markdown/text notes")
-    load.add_argument("--format", choices=["auto", "mcp-memory", "markdown"], default="auto",
-                      help="mcp-memory (an export) or markdown (notes: one memory per paragraph; needs --session); "
-                      "auto: a folder or a .md/.markdown/.txt file is markdown (default)")
+    load.add_argument("path", type=Path, help="the .jsonl export, memory.jsonl, mem0 .json, or a folder or file of "
+                      "Markdown/text notes")
+    load.add_argument("--format", choices=["auto", "mcp-memory", "mcp-kg", "markdown", "mem0"], default="auto",
+                      help="mcp-memory (an export), mcp-kg (the MCP memory server's memory.jsonl; needs --session), "
+                      "markdown (notes: one memory per paragraph; needs --session) or mem0 (get_all JSON; user_id is "
+                      "the session unless --session); auto: detected from the name and first line (default)")
     load.add_argument("--session", default=None, help="store every memory into this session instead of its own")
     load.add_argument("--session-prefix", default="", metavar="P", help="put P before every target session name")
     load.add_argument("--dry-run", action="store_true", help="check every line and count; store nothing")
