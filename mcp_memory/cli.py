@@ -19,7 +19,7 @@ from mcp_memory import __version__
 from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError, McpMemoryError
 from mcp_memory.http.app import serve_http
-from mcp_memory.http.auth import describe_auth, new_token, token_entry
+from mcp_memory.http.auth import new_token, token_entry
 from mcp_memory.settings import Settings
 from mcp_memory.stdio import serve_stdio
 
@@ -73,9 +73,15 @@ def _parser() -> argparse.ArgumentParser:
                      "repeat for several")
     new.add_argument("--can-delete", action="store_true", help="may call delete_memory")
     new.add_argument("--rate-limit-per-minute", type=int, default=None, metavar="N", help="tool calls per minute")
-    commands.add_parser("doctor", parents=[common], help="start the database and the model once, print what was "
-                        "found, and exit", description="Start the database (embedded or external) and load the "
-                        "embedding model once, print the data directory, database, model and LLM, and exit.")
+    doctor = commands.add_parser("doctor", parents=[common], help="start the database and the model once, print "
+                                 "what was found, check it, and exit (1 when a check fails)",
+                                 description="Start the database (embedded or external) and load the embedding model "
+                                 "once, print the data directory, database, model, LLM and auth, then the checks "
+                                 "(postgresql, pgvector, extensions, migrations, indexes, vector_cache, auth, llm), "
+                                 "each ok, warn or fail; exit 1 when one fails. See README, Health checks.")
+    doctor.add_argument("--host", default="127.0.0.1",
+                        help="the address serve --transport http will bind, for the auth check (default 127.0.0.1)")
+    doctor.add_argument("--json", action="store_true", help="print the checks as JSON on stdout, for scripts")
     usage = commands.add_parser("usage", parents=[common], help="print LLM token totals (JSON); --reset clears them",
                                 description="Print the LLM token totals per operation as JSON. With --reset, clear "
                                 "them and print what was cleared; the reset is recorded in an internal table "
@@ -123,19 +129,6 @@ def _configure_logging(level: str) -> None:
 # uvloop (libuv) for the HTTP server's event loop, and uvicorn picks httptools over h11 by itself:
 # recall p50 1.07x at 10k memories, same run (benchmarks/RESULTS.md). Not on Windows.
 _HAVE_UVLOOP = importlib.util.find_spec("uvloop") is not None
-
-
-async def _doctor(settings: Settings) -> None:
-    deps = Deps(settings)
-    await deps.start()
-    ready = await deps.ready()
-    print(f"data_dir: {settings.data_dir}")
-    print(f"database: {'external' if settings.database_url else 'embedded'}")
-    print(f"embedding model: {ready.embedder.model} ({ready.embedder.dim} dims; {ready.embedder.variant})")
-    print(f"llm: {settings.llm.base_url or 'none'}")
-    for line in describe_auth(settings):
-        print(line)
-    await deps.close()
 
 
 async def _usage(settings: Settings, patterns: list[str], reset: bool) -> None:
@@ -214,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
         _configure_logging(settings.log_level)
         _exit_on_sigterm()
         if args.command == "doctor":
-            anyio.run(_doctor, settings)
+            from mcp_memory.doctor import doctor
+
+            return anyio.run(doctor, settings, args.host, args.json)
         elif args.command == "export":
             from mcp_memory.transfer.run import run_export
 

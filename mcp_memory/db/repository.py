@@ -1,5 +1,5 @@
 """The repository: all SQL of mcp-memory lives here, in ``retrieval.py``, ``chronology.py`` and
-``expansion.py`` (recall's search queries), in ``supersessions.py``, ``usage.py``, ``idempotency.py`` and ``transfer.py``
+``expansion.py`` (recall's search queries), in ``supersessions.py``, ``usage.py``, ``idempotency.py``, ``transfer.py`` and ``health.py``
 (all mixed into ``Repository``), each statement scoped by session.
 
 Every method takes the session as its first argument and every statement filters on it, so
@@ -25,6 +25,7 @@ import numpy as np
 from mcp_memory.errors import DatabaseUnavailable, StatementTimeout
 from mcp_memory.db.chronology import ChronologyQueries
 from mcp_memory.db.expansion import ExpansionQueries
+from mcp_memory.db.health import HealthQueries
 from mcp_memory.db.idempotency import IdempotencyQueries, KeyRow, KeyTaken, claim
 from mcp_memory.db.retrieval import RetrievalQueries
 from mcp_memory.db.supersessions import CANDIDATE_COLUMNS, WITH_SUPERSESSION, SupersessionQueries, candidate, mark
@@ -63,7 +64,7 @@ class StoredRow:
 
 class Repository(
     RetrievalQueries, ChronologyQueries, ExpansionQueries, SupersessionQueries, UsageQueries, IdempotencyQueries,
-    TransferQueries,
+    TransferQueries, HealthQueries,
 ):
     """All reads and writes of memories, chunks, audits and usage."""
 
