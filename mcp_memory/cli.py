@@ -81,6 +81,8 @@ def _parser() -> argparse.ArgumentParser:
                                  "each ok, warn or fail; exit 1 when one fails. See README, Health checks.")
     doctor.add_argument("--host", default="127.0.0.1",
                         help="the address serve --transport http will bind, for the auth check (default 127.0.0.1)")
+    doctor.add_argument("--insecure-no-auth", action="store_true",
+                        help="serve will run with --insecure-no-auth: a public --host without auth warns, not fails")
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON on stdout, for scripts")
     usage = commands.add_parser("usage", parents=[common], help="print LLM token totals (JSON); --reset clears them",
                                 description="Print the LLM token totals per operation as JSON. With --reset, clear "
@@ -209,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "doctor":
             from mcp_memory.doctor import doctor
 
-            return anyio.run(doctor, settings, args.host, args.json)
+            return anyio.run(doctor, settings, args.host, args.json, args.insecure_no_auth)
         elif args.command == "export":
             from mcp_memory.transfer.run import run_export
 

@@ -15,8 +15,8 @@ before serving) and a one-line detail that says what to do when it is not ok:
   left by a failed ``CREATE INDEX CONCURRENTLY`` and is never used by queries.
 - ``vector_cache``: the in-process vector copies' budget (``recall.vector_cache_mb``) against what
   the sessions recall would copy need; warns when they do not fit (recall then scans in PostgreSQL).
-- ``auth``: a non-loopback ``--host`` (the address serve will bind) without ``[auth]`` fails;
-  a token kept in plain text warns.
+- ``auth``: a non-loopback ``--host`` (the address serve will bind) without ``[auth]`` fails
+  (warns with ``--insecure-no-auth``, as serve then runs); a token kept in plain text warns.
 - ``llm``: the LLM settings are coherent (a base_url with at least one model, or neither); not
   contacted.
 """
@@ -111,7 +111,7 @@ def _migrations(applied: list[int]) -> Check:
     return Check("migrations", "ok", f"all {len(packaged)} applied (latest {packaged[-1][1]})")
 
 
-def _auth(settings: Settings, host: str) -> Check:
+def _auth(settings: Settings, host: str, insecure_no_auth: bool = False) -> Check:
     auth = settings.auth
     plain = [entry.name for entry in auth.tokens if entry.token is not None]
     how = ", ".join([*([f"{len(auth.tokens)} token(s)"] if auth.tokens else []),
@@ -119,7 +119,7 @@ def _auth(settings: Settings, host: str) -> Check:
     if not auth.enabled:
         if is_loopback(host):
             return Check("auth", "ok", f"none configured; --host {host} is loopback, so only this machine can call")
-        return Check("auth", "fail", f"none configured, but --host {host} is not loopback: anyone who reaches the port "
+        return Check("auth", "warn" if insecure_no_auth else "fail", f"none configured, but --host {host} is not loopback: anyone who reaches the port "
                      "could read and delete every memory; add a token (mcp-memory token new) or bind 127.0.0.1")
     if plain:
         return Check("auth", "warn", f"{how} for --host {host}; token(s) {', '.join(map(repr, plain))} kept in plain "
@@ -141,11 +141,13 @@ def _llm(settings: Settings) -> Check:
     return Check("llm", "ok", f"{llm.base_url}: {', '.join(models)} (configured; not contacted)")
 
 
-async def run_checks(deps: Deps, host: str) -> list[Check]:
+async def run_checks(deps: Deps, host: str, insecure_no_auth: bool = False) -> list[Check]:
     """Start ``deps`` (if not started) and run every check; never raises for what it checks.
 
     Args:
         host: the address ``serve --transport http --host`` will bind (judged by the auth check).
+        insecure_no_auth: serve will run with ``--insecure-no-auth``: a public host without auth
+            is then a warning, not a failure.
     """
     settings = deps.settings
     checks: list[Check] = []
@@ -161,18 +163,19 @@ async def run_checks(deps: Deps, host: str) -> list[Check]:
             checks.extend(await _database_checks(ready))
         except McpMemoryError as exc:
             checks.append(Check("database", "fail", str(exc)))
-    checks.append(_auth(settings, host))
+    checks.append(_auth(settings, host, insecure_no_auth))
     checks.append(_llm(settings))
     return checks
 
 
-async def doctor(settings: Settings, host: str = "127.0.0.1", as_json: bool = False) -> int:
+async def doctor(settings: Settings, host: str = "127.0.0.1", as_json: bool = False,
+                 insecure_no_auth: bool = False) -> int:
     """Print the facts and checks (as JSON with ``as_json``) on stdout; returns the exit status:
     1 when a check failed, else 0."""
     deps = Deps(settings)
     ready: Ready | None = None
     try:
-        checks = await run_checks(deps, host)
+        checks = await run_checks(deps, host, insecure_no_auth)
         try:
             ready = await deps.ready()
         except McpMemoryError:

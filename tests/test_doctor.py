@@ -77,6 +77,9 @@ async def test_a_public_host_without_auth_fails_and_passes_once_a_token_is_confi
     auth = _checks(bare)["auth"]
     assert auth["status"] == "fail"
     assert auth["detail"].startswith("none configured, but --host 0.0.0.0 is not loopback")
+    insecure = await _doctor(work_dir, pg_url, "--json", "--host", "0.0.0.0", "--insecure-no-auth")
+    assert insecure.returncode == 0, insecure.stderr.decode()
+    assert _checks(insecure)["auth"]["status"] == "warn"
     config = tmp_path / "config.toml"
     config.write_text(f'[[auth.tokens]]\nname = "ci"\ntoken_sha256 = "{hashlib.sha256(b"x" * 40).hexdigest()}"\n'
                       'sessions = ["*"]\n')
