@@ -55,9 +55,11 @@ def _items(text: str) -> Iterator[tuple[int, Any]]:
         raise Mem0FileError("holds neither a list of memories nor an object with one under 'results'")
     at = _list_start(text, decoder, isinstance(document, dict))
     at = _skip(text, at + 1)
+    line, counted = 1, 0  # the line number at offset ``counted``; counting on from there keeps this linear
     while text[at] != "]":
         value, end = decoder.raw_decode(text, at)
-        yield text.count("\n", 0, at) + 1, value
+        line, counted = line + text.count("\n", counted, at), at
+        yield line, value
         at = _skip(text, end)
         at = _skip(text, at + 1) if text[at] == "," else at
 
