@@ -69,5 +69,5 @@ class HealthQueries:
             " FROM memory_stats s"
             " LEFT JOIN (SELECT session, count(*) AS chunks FROM memory_chunks GROUP BY session) k"
             "  ON k.session = s.session"
-            " WHERE s.n <= $1", exact_max))
+            " WHERE s.n > 0 AND s.n <= $1", exact_max))  # a session emptied keeps its row, with n = 0 (006)
         return VectorSessions(int(row["sessions"]), int(row["memories"]), int(row["vectors"]), int(row["largest"]))
