@@ -19,7 +19,7 @@ from mcp_memory import __version__
 from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError, McpMemoryError
 from mcp_memory.http.app import serve_http
-from mcp_memory.http.auth import describe_auth, new_token, token_entry, token_env_line
+from mcp_memory.http.auth import new_token, token_entry, token_env_line
 from mcp_memory.settings import Settings
 from mcp_memory.stdio import serve_stdio
 
@@ -75,9 +75,17 @@ def _parser() -> argparse.ArgumentParser:
     new.add_argument("--rate-limit-per-minute", type=int, default=None, metavar="N", help="tool calls per minute")
     new.add_argument("--env", action="store_true", help="print the entry as an env file line "
                      "(MCP_MEMORY_AUTH__TOKENS='[...]', for the .env of docker-compose.yml) instead of TOML")
-    commands.add_parser("doctor", parents=[common], help="start the database and the model once, print what was "
-                        "found, and exit", description="Start the database (embedded or external) and load the "
-                        "embedding model once, print the data directory, database, model and LLM, and exit.")
+    doctor = commands.add_parser("doctor", parents=[common], help="start the database and the model once, print "
+                                 "what was found, check it, and exit (1 when a check fails)",
+                                 description="Start the database (embedded or external) and load the embedding model "
+                                 "once, print the data directory, database, model, LLM and auth, then the checks "
+                                 "(postgresql, pgvector, extensions, migrations, indexes, vector_cache, auth, llm), "
+                                 "each ok, warn or fail; exit 1 when one fails. See README, Health checks.")
+    doctor.add_argument("--host", default="127.0.0.1",
+                        help="the address serve --transport http will bind, for the auth check (default 127.0.0.1)")
+    doctor.add_argument("--insecure-no-auth", action="store_true",
+                        help="serve will run with --insecure-no-auth: a public --host without auth warns, not fails")
+    doctor.add_argument("--json", action="store_true", help="print the checks as JSON on stdout, for scripts")
     model = commands.add_parser("model", help="the embedding model's files in <data_dir>/models")
     model.add_subparsers(dest="model_command", required=True).add_parser(
         "prepare", parents=[common], help="build them now, as the first start of serve would (the Dockerfile bakes "
@@ -101,15 +109,19 @@ def _parser() -> argparse.ArgumentParser:
                        help="sessions by pattern: an exact name or a prefix ending in '*' (team:*)")
     which.add_argument("--all", action="store_true", help="every session")
     export.add_argument("-o", "--output", type=Path, default=None, help="file to write (default: stdout)")
-    load = commands.add_parser("import", parents=[common], help="read an mcp-memory export back in (idempotent)",
-                               description="Read a file written by mcp-memory export: every line is checked like "
+    load = commands.add_parser("import", parents=[common], help="read an mcp-memory export back in, or memories "
+                               "from elsewhere (idempotent)",
+                               description="Read a file written by mcp-memory export (or an MCP memory server's "
+                               "memory.jsonl, mem0's get_all JSON, or Markdown/text notes): every line is checked like "
                                "store_memory, a bad line is reported with its number and skipped, memories keep "
                                "their ids and times, and memories already there are skipped as duplicates. "
                                "Progress on stderr; the summary as JSON on stdout.")
-    load.add_argument("path", type=Path, help="the .jsonl export, or a folder or file of Markdown/text notes")
-    load.add_argument("--format", choices=["auto", "mcp-memory", "markdown"], default="auto",
-                      help="mcp-memory (an export) or markdown (notes: one memory per paragraph; needs --session); "
-                      "auto: a folder or a .md/.markdown/.txt file is markdown (default)")
+    load.add_argument("path", type=Path, help="the .jsonl export, memory.jsonl, mem0 .json, or a folder or file of "
+                      "Markdown/text notes")
+    load.add_argument("--format", choices=["auto", "mcp-memory", "mcp-kg", "markdown", "mem0"], default="auto",
+                      help="mcp-memory (an export), mcp-kg (the MCP memory server's memory.jsonl; needs --session), "
+                      "markdown (notes: one memory per paragraph; needs --session) or mem0 (get_all JSON; user_id is "
+                      "the session unless --session); auto: detected from the name and first line (default)")
     load.add_argument("--session", default=None, help="store every memory into this session instead of its own")
     load.add_argument("--session-prefix", default="", metavar="P", help="put P before every target session name")
     load.add_argument("--dry-run", action="store_true", help="check every line and count; store nothing")
@@ -127,19 +139,6 @@ def _configure_logging(level: str) -> None:
 # uvloop (libuv) for the HTTP server's event loop, and uvicorn picks httptools over h11 by itself:
 # recall p50 1.07x at 10k memories, same run (benchmarks/RESULTS.md). Not on Windows.
 _HAVE_UVLOOP = importlib.util.find_spec("uvloop") is not None
-
-
-async def _doctor(settings: Settings) -> None:
-    deps = Deps(settings)
-    await deps.start()
-    ready = await deps.ready()
-    print(f"data_dir: {settings.data_dir}")
-    print(f"database: {'external' if settings.database_url else 'embedded'}")
-    print(f"embedding model: {ready.embedder.model} ({ready.embedder.dim} dims; {ready.embedder.variant})")
-    print(f"llm: {settings.llm.base_url or 'none'}")
-    for line in describe_auth(settings):
-        print(line)
-    await deps.close()
 
 
 async def _usage(settings: Settings, patterns: list[str], reset: bool) -> None:
@@ -218,7 +217,9 @@ def main(argv: list[str] | None = None) -> int:
         _configure_logging(settings.log_level)
         _exit_on_sigterm()
         if args.command == "doctor":
-            anyio.run(_doctor, settings)
+            from mcp_memory.doctor import doctor
+
+            return anyio.run(doctor, settings, args.host, args.json, args.insecure_no_auth)
         elif args.command == "export":
             from mcp_memory.transfer.run import run_export
 

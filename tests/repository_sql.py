@@ -18,14 +18,19 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+import importlib
+import pkgutil
+
 import pglast
 from pglast import ast as pg
 from pglast.enums import BoolExprType
 
-from mcp_memory.db import chronology, expansion, idempotency, migrate, repository, retrieval, supersessions, transfer, usage
+import mcp_memory.db
 
-MODULES: list[ModuleType] = [repository, retrieval, chronology, expansion, supersessions, idempotency, transfer, usage,
-                             migrate]
+# Every module of the db package: a new one is read without being listed (pool.py and embedded.py
+# hold no statement on our tables).
+MODULES: list[ModuleType] = [importlib.import_module(f"mcp_memory.db.{info.name}")
+                             for info in pkgutil.iter_modules(mcp_memory.db.__path__)]
 # The values of the local names some f-strings interpolate (a number, or a list of SET terms).
 SAMPLE_LOCALS: dict[str, Any] = {"ef_search": 40, "threshold": 0.5, "column": "session",
                                  "updates": "calls = llm_usage.calls + EXCLUDED.calls"}

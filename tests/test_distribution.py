@@ -30,6 +30,8 @@ CROSS_SESSION = {
     "usage.usage_totals": "usage_stats: token totals summed over the sessions a caller may see",
     "usage.reset_usage": "mcp-memory usage --reset: clears the totals of a scope, records it in a reference table",
     "migrate._check_embedding_model": "the count of all memories in the error that refuses a changed model at start",
+    "browse.sessions": "the page's session list: the sessions a token may see, with counts from memory_stats",
+    "health.vector_sessions": "mcp-memory doctor: how many sessions fit the in-process vector copies' budget",
 }
 
 

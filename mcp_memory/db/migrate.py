@@ -14,7 +14,7 @@ import asyncpg
 
 from mcp_memory.errors import SchemaError
 
-__all__ = ["MIN_PGVECTOR", "migrate"]
+__all__ = ["MIN_PGVECTOR", "migrate", "packaged_migrations", "version_tuple"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +33,16 @@ def _migration_files() -> list[tuple[int, str, str]]:
         if entry.name.endswith(".sql"):
             found.append((int(entry.name.split("_", 1)[0]), entry.name, entry.read_text(encoding="utf-8")))
     return sorted(found)
+
+
+def packaged_migrations() -> list[tuple[int, str]]:
+    """(version, file name) of every migration this package holds, ascending."""
+    return [(version, name) for version, name, _ in _migration_files()]
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """``"0.8.1"`` -> ``(0, 8, 1)``: an extension version as migrate compares it."""
+    return _version(text)
 
 
 async def migrate(url: str, model: str, dim: int) -> None:

@@ -1,6 +1,7 @@
 """The repository: all SQL of mcp-memory lives here, in ``retrieval.py``, ``chronology.py`` and
-``expansion.py`` (recall's search queries), in ``supersessions.py``, ``usage.py``, ``idempotency.py``, ``transfer.py``
-and ``browse.py`` (the page's reads), all mixed into ``Repository``, each statement scoped by session.
+``expansion.py`` (recall's search queries), in ``supersessions.py``, ``usage.py``, ``idempotency.py``,
+``transfer.py``, ``browse.py`` (the page's reads) and ``health.py`` (doctor), all mixed into
+``Repository``, each statement scoped by session.
 
 Every method takes the session as its first argument and every statement filters on it, so
 nothing crosses sessions. Values always travel as bind parameters, never as SQL text.
@@ -26,6 +27,7 @@ from mcp_memory.errors import DatabaseUnavailable, StatementTimeout
 from mcp_memory.db.browse import BrowseQueries
 from mcp_memory.db.chronology import ChronologyQueries
 from mcp_memory.db.expansion import ExpansionQueries
+from mcp_memory.db.health import HealthQueries
 from mcp_memory.db.idempotency import IdempotencyQueries, KeyRow, KeyTaken, claim
 from mcp_memory.db.retrieval import RetrievalQueries
 from mcp_memory.db.supersessions import CANDIDATE_COLUMNS, WITH_SUPERSESSION, SupersessionQueries, candidate, mark
@@ -64,7 +66,7 @@ class StoredRow:
 
 class Repository(
     RetrievalQueries, ChronologyQueries, ExpansionQueries, SupersessionQueries, UsageQueries, IdempotencyQueries,
-    TransferQueries, BrowseQueries,
+    TransferQueries, BrowseQueries, HealthQueries,
 ):
     """All reads and writes of memories, chunks, audits and usage."""
 

@@ -33,10 +33,16 @@ from threadpoolctl import threadpool_limits
 from mcp_memory.db.repository import Repository
 from mcp_memory.db.retrieval import SessionVectors, SessionVersion
 
-__all__ = ["VectorCache"]
+__all__ = ["VectorCache", "copy_nbytes"]
 
 _LATE_COMMIT = timedelta(seconds=1)
 _ID_BYTES = 350  # a memory_id's str, its entries in a list, a set, the timeline and its index, with a datetime
+
+
+def copy_nbytes(vectors: int, dim: int) -> int:
+    """Bytes that copies holding ``vectors`` vectors (windows) of length ``dim`` take, counted as
+    the budget (``vector_cache_mb``) counts them."""
+    return vectors * (dim * 4 + _ID_BYTES)
 
 
 class _Copy:

@@ -23,7 +23,10 @@ from rich.text import Text
 from mcp_memory.deps import Ready
 from mcp_memory.errors import ConfigError
 from mcp_memory.transfer.export import FORMAT, VERSION
-from mcp_memory.transfer.notes import NOTE_SUFFIXES, note_paragraphs
+from mcp_memory.transfer.detect import detect_format
+from mcp_memory.transfer.mcp_kg import kg_memories
+from mcp_memory.transfer.mem0 import Mem0FileError, mem0_memories
+from mcp_memory.transfer.notes import note_paragraphs
 from mcp_memory.transfer.records import Link, Record, parse_record
 
 __all__ = ["ImportSummary", "import_file"]
@@ -93,9 +96,10 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
     """Import the ``mcp-memory`` export, or the folder or file of notes (``transfer/notes.py``), at ``path``.
 
     Args:
-        fmt: ``mcp-memory``, ``markdown``, or ``auto`` (a folder, or a .md/.markdown/.txt file, is
-            markdown; anything else an export).
-        session: store every memory into this session instead of its own.
+        fmt: ``mcp-memory``, ``markdown``, ``mcp-kg`` (transfer/mcp_kg.py), ``mem0``
+            (transfer/mem0.py), or ``auto`` (transfer/detect.py).
+        session: store every memory into this session instead of its own; required for
+            markdown and mcp-kg, which name no session.
         prefix: put this before every target session name (``restored:``).
         dry_run: check every line and count what would be stored; write nothing, embed nothing.
 
@@ -105,28 +109,15 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
 
     Raises:
         ConfigError: the file cannot be read, or its first line is not an export header, or
-            markdown is imported without a session.
+            it is not mem0's JSON, or markdown or mcp-kg is imported without a session.
         EmbeddingError, DatabaseUnavailable: a provider failed; batches stored before stay stored
             (a rerun skips them as duplicates).
     """
-    if fmt == "auto":
-        fmt = "markdown" if path.is_dir() or path.suffix.lower() in NOTE_SUFFIXES else "mcp-memory"
     console = console or Console(stderr=True)
     limits = ready.settings.limits
     summary = ImportSummary(dry_run=dry_run)
     links: list[Link] = []
-    try:
-        if fmt == "markdown":
-            if session is None:
-                raise ConfigError("--format markdown needs --session: notes name no session")
-            notes = list(note_paragraphs(path, session))
-            total, entries = len(notes), iter(notes)
-        else:
-            with path.open("rb") as counting:
-                total = max(sum(1 for _ in counting) - 1, 0)
-            entries = _export_entries(path)
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    total, entries = _entries(path, fmt, session)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _Rate(),
                TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
@@ -157,6 +148,39 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
         summary.supersessions = await ready.repository.import_supersessions(
             [(k.session, k.memory_id, k.superseded_by, k.superseded_at, k.source) for k in links])
     return summary
+
+
+_NEEDS_SESSION = {"markdown": "notes name no session", "mcp-kg": "a knowledge graph names no session"}
+
+
+def _entries(path: Path, fmt: str, session: str | None) -> tuple[int, Iterator[tuple[int | str, Any]]]:
+    """How many entries, and (line number or ``path:line``, value) per memory of ``path`` read as
+    ``fmt``: the memory in the export's line shape, a ValueError for a bad line, None for a blank one.
+
+    Raises:
+        ConfigError: see ``import_file``.
+    """
+    try:
+        fmt = detect_format(path) if fmt == "auto" else fmt
+        if fmt in _NEEDS_SESSION and session is None:
+            raise ConfigError(f"--format {fmt} needs --session: {_NEEDS_SESSION[fmt]}")
+        if fmt == "mcp-memory":
+            with path.open("rb") as counting:
+                total = max(sum(1 for _ in counting) - 1, 0)
+            return total, _export_entries(path)
+        found: list[tuple[int | str, Any]]
+        if fmt == "mem0":
+            found = list(mem0_memories(path, session))
+        else:
+            assert session is not None
+            found = list((note_paragraphs if fmt == "markdown" else kg_memories)(path, session))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc})") from None
+    except Mem0FileError as exc:
+        raise ConfigError(f"{path}: not a mem0 export: {exc}") from None
+    return len(found), iter(found)
 
 
 def _export_entries(path: Path) -> Iterator[tuple[int, Any]]:

@@ -1,0 +1,53 @@
+"""``mcp-memory import --format auto``: which format a path holds, from its name and first line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mcp_memory.transfer.export import FORMAT
+from mcp_memory.transfer.mcp_kg import KG_TYPES
+from mcp_memory.transfer.mem0 import looks_like_mem0
+from mcp_memory.transfer.notes import NOTE_SUFFIXES
+
+__all__ = ["FORMATS", "detect_format"]
+
+FORMATS = ("mcp-memory", "mcp-kg", "markdown", "mem0")
+
+
+def detect_format(path: Path) -> str:
+    """The format of ``path``, one of ``FORMATS``.
+
+    A folder, or a .md/.markdown/.txt file, is ``markdown``. Otherwise the first non-blank line
+    decides: our export header is ``mcp-memory``; an object whose ``type`` is ``entity`` or
+    ``relation`` is ``mcp-kg``; a file that starts a JSON list, or is one JSON object with a list
+    under ``results``, of objects holding ``memory``, is ``mem0``. Anything else is taken for
+    ``mcp-memory``, whose reader then says what is wrong with line 1.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    if path.is_dir() or path.suffix.lower() in NOTE_SUFFIXES:
+        return "markdown"
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        first = next((line for line in handle if line.strip()), "")
+    stripped = first.strip()
+    if stripped.startswith("["):
+        return "mem0"
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        if value.get("format") == FORMAT:
+            return "mcp-memory"
+        if value.get("type") in KG_TYPES:
+            return "mcp-kg"
+    if stripped.startswith("{"):
+        try:
+            document = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+        except ValueError:
+            document = None
+        if looks_like_mem0(document):
+            return "mem0"
+    return "mcp-memory"
