@@ -60,6 +60,7 @@ async def store(
         return _replayed(memory, row)
     superseded = list(row.superseded)
     if not row.deduplicated:
+        ready.metrics.memories_stored.inc()
         superseded += await find_superseded(ready, memory, row.memory_id, vectors, exclude=superseded)
     return StoreResult(
         memory_id=row.memory_id,
