@@ -14,6 +14,7 @@ from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError
 from mcp_memory.gate import Gate
 from mcp_memory.http.auth import OneAuthorization, sdk_auth, token_verifier
+from mcp_memory.http.metrics import metrics_route
 from mcp_memory.http.sessions import SessionBounds
 from mcp_memory.server import build_server
 from mcp_memory.settings import Settings
@@ -96,7 +97,7 @@ def transport_security(settings: Settings, host: str) -> TransportSecuritySettin
 
 
 def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, json_response: bool = True) -> Starlette:
-    """The Starlette app serving MCP at ``/mcp`` (and ``/health``) over ``deps``.
+    """The Starlette app serving MCP at ``/mcp`` (and ``/health``, ``/metrics``) over ``deps``.
 
     Args:
         settings: the loaded settings.
@@ -113,6 +114,7 @@ def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, j
     if stateless:
         app = server.streamable_http_app(stateless_http=True, json_response=json_response, host=host,
                                          transport_security=security)
+        app.router.routes.append(metrics_route(deps.metrics, settings, security))
         if settings.auth.enabled:
             app.add_middleware(OneAuthorization)
         return app
@@ -121,6 +123,7 @@ def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, j
         json_response=json_response, host=host, transport_security=security,
         session_idle_timeout=http.session_idle_timeout_s, max_sessions=http.max_sessions,
     )
+    app.router.routes.append(metrics_route(deps.metrics, settings, security))
     if settings.auth.enabled:
         app.add_middleware(OneAuthorization)  # outermost: before the SDK reads the first of several
     # Inside the SDK's authentication (after its middleware, not around it): a client is then its
@@ -151,9 +154,10 @@ async def serve_http(
     await deps.start()  # fail before listening: no healthy endpoint on a broken start
     await deps.ready()
     app = build_http_app(settings, deps, host, stateless, json_response)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    # log_config=None: uvicorn's own lines go through our handler too (one format, --log-format json)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", log_config=None)
     http = uvicorn.Server(config)
-    logger.info("serving MCP at http://%s:%d/mcp (health at /health)", host, port)
+    logger.info("serving MCP at http://%s:%d/mcp (health at /health, metrics at /metrics)", host, port)
     try:
         await http.serve()
     except SystemExit:
