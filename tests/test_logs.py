@@ -91,3 +91,16 @@ async def test_json_log_format_writes_one_object_per_line_with_the_call_fields(s
     assert all(isinstance(c["duration_ms"], float) and re.fullmatch(r"[0-9a-f]{16}", c["request_id"]) for c in calls)
     stderr = server.stderr
     assert SESSION not in stderr and CONTENT not in stderr and QUERY not in stderr
+
+
+async def test_the_sdk_new_transport_line_is_logged_at_debug(spawn: Spawner, fresh_db: str) -> None:
+    port = free_port()
+    server = spawn.http(spawn.data_dir(), port, "--log-level", "DEBUG", MCP_MEMORY_DATABASE_URL=fresh_db)
+    server.wait_healthy(port)
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(CALL_TIMEOUT_S)) as http:
+        async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http), mode="legacy",
+                          read_timeout_seconds=CALL_TIMEOUT_S) as client:
+            assert not (await client.call_tool("usage_stats", {})).is_error
+
+    created = [line for line in server.stderr.splitlines() if "Created new transport" in line]
+    assert len(created) == 1 and " DEBUG mcp.server.streamable_http_manager: " in created[0], created

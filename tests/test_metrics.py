@@ -149,12 +149,14 @@ async def test_metrics_check_the_host_header_as_mcp_does(served: Served) -> None
 
 async def test_public_metrics_need_no_token_but_the_host_is_still_checked(
         pg_url: str, tmp_path: Path) -> None:
+    """Also the --stateless app, which is built apart."""
     db_url = await create_database(pg_url)
     spawner = Spawner(tmp_path)
     try:
         config = write_config(tmp_path / "config.toml", TOKENS, {"metrics": {"public": True}})
         port = free_port()
-        server = spawner.http(spawner.data_dir(), port, "--config", str(config), MCP_MEMORY_DATABASE_URL=db_url)
+        server = spawner.http(spawner.data_dir(), port, "--config", str(config), "--stateless",
+                              MCP_MEMORY_DATABASE_URL=db_url)
         server.wait_healthy(port)
         public = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30)
         assert public.status_code == 200
