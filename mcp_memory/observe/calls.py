@@ -9,6 +9,7 @@ error's kind. Arguments, memory content, queries and error messages never reach 
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import re
@@ -17,7 +18,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-import anyio
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 
 from mcp_memory import errors
@@ -53,7 +53,7 @@ def error_kind(exc: BaseException) -> str:
     """A fixed name for what ended a call: our error class in snake case (``invalid_input``,
     ``forbidden``, ``rate_limited``, ``database_unavailable``, ...) found along the ``__cause__``
     chain; else ``cancelled``, ``tool_error`` (the SDK refused the call: an unknown tool) or ``internal``."""
-    if isinstance(exc, anyio.get_cancelled_exc_class()):
+    if isinstance(exc, asyncio.CancelledError):  # the server runs on asyncio (uvloop is asyncio's loop too)
         return "cancelled"
     cause: BaseException | None = exc
     while cause is not None:
