@@ -9,7 +9,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["AuthSettings", "HttpSettings", "OAuthSettings", "SessionPatterns", "StdioSettings", "TokenSettings"]
+__all__ = [
+    "AuthSettings", "HttpSettings", "MetricsSettings", "OAuthSettings", "SessionPatterns", "StdioSettings", "TokenSettings",
+]
 
 
 def _session_patterns(patterns: list[str]) -> list[str]:
@@ -145,3 +147,14 @@ class StdioSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     sessions: SessionPatterns = Field(["*"], min_length=1, description="Sessions a stdio client may use.")
+
+
+class MetricsSettings(BaseModel):
+    """``[metrics]``: who may read ``/metrics`` on the HTTP transport."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    public: bool = Field(
+        False, description="Serve /metrics without a token even when [auth] is configured (metrics hold no session "
+        "names, memory ids or text). Host checks still apply."
+    )

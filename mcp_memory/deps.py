@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 import asyncpg
@@ -22,6 +22,7 @@ from mcp_memory.db.repository import Repository
 from mcp_memory.embedding.embed import Embedder, OpenAIEmbedder, load_embedder
 from mcp_memory.errors import DatabaseUnavailable, McpMemoryError, SchemaError
 from mcp_memory.llm import LlmClient
+from mcp_memory.observe.metrics import Metrics
 from mcp_memory.settings import Settings
 from mcp_memory.embedding.vector_cache import VectorCache
 
@@ -39,6 +40,7 @@ class Ready:
     embedder: Embedder
     llm: LlmClient
     vectors: VectorCache
+    metrics: Metrics = field(default_factory=Metrics)
 
 
 class Deps:
@@ -58,6 +60,8 @@ class Deps:
         # PostgreSQL connection, not one each (300 at once took every free connection: "too many clients")
         self._probe: tuple[anyio.Event, list[dict[str, str]]] | None = None
         self._health_error: str | None = None  # the last health check's failure, logged once
+        self.metrics = Metrics()  # this server's instruments (/metrics); pool and copies are read when scraped
+        self.metrics.watch(lambda: self._pool, lambda: self._ready.vectors if self._ready else None)
 
     async def start(self) -> None:
         """Start the database and load the model; idempotent.
@@ -91,7 +95,7 @@ class Deps:
 
         async def load_model() -> None:
             nonlocal embedder
-            embedder = await load_embedder(settings.embedding, settings.data_dir / "models")
+            embedder = await load_embedder(settings.embedding, settings.data_dir / "models", self.metrics.embedding_batch)
 
         try:
             async with anyio.create_task_group() as group:
@@ -109,7 +113,7 @@ class Deps:
         await migrate(url, embedder.model, embedder.dim)
         self._pool = await open_pool(url, settings.pool_min_size, settings.pool_max_size, settings.statement_timeout_ms)
         repository = Repository(self._pool, embedder.model)
-        self._llm = LlmClient(settings.llm, repository)
+        self._llm = LlmClient(settings.llm, repository, self.metrics)
         # Start-up leaves ~180k objects (modules, the SDK, the model's wrappers) that live as long as
         # the process; a full collection of them paused every request for ~100 ms (the p99 of
         # recall; benchmarks/RESULTS.md). Freezing keeps them out of every later collection
@@ -118,7 +122,8 @@ class Deps:
         gc.freeze()
         logger.info("ready: model %s (%d dims; %s)", embedder.model, embedder.dim, embedder.variant)
         vectors = VectorCache(settings.recall.vector_cache_mb * 2**20, settings.recall.exact_search_max_memories)
-        return Ready(settings=settings, repository=repository, embedder=embedder, llm=self._llm, vectors=vectors)
+        return Ready(settings=settings, repository=repository, embedder=embedder, llm=self._llm, vectors=vectors,
+                     metrics=self.metrics)
 
     def status(self) -> dict[str, str]:
         """``{"status": "starting" | "ready" | "error", "detail": ...}``: start-up only, no database check."""

@@ -19,6 +19,7 @@ import openai
 
 from mcp_memory.db.repository import Repository
 from mcp_memory.errors import ChatError, MalformedReply
+from mcp_memory.observe.metrics import Metrics
 from mcp_memory.settings import LlmSettings
 
 __all__ = ["LlmClient", "Role"]
@@ -46,9 +47,10 @@ def _parse_json(text: str) -> dict[str, Any]:
 class LlmClient:
     """Chat completions for the ``plan``, ``answer`` and ``supersede`` roles, with usage accounting."""
 
-    def __init__(self, settings: LlmSettings, repository: Repository) -> None:
+    def __init__(self, settings: LlmSettings, repository: Repository, metrics: Metrics | None = None) -> None:
         self._settings = settings
         self._repository = repository
+        self._metrics = metrics or Metrics()  # calls and tokens by operation, for /metrics
         self._client: openai.AsyncOpenAI | None = None
         if settings.base_url:
             self._client = openai.AsyncOpenAI(
@@ -117,9 +119,11 @@ class LlmClient:
                 model=model, messages=messages, response_format=response_format, temperature=0  # type: ignore[arg-type]
             )
         except openai.APITimeoutError as exc:
+            self._metrics.llm_call(role, {"calls": 1, "errors": 1})
             await self._repository.add_usage(session, role, model, {"calls": 1, "errors": 1})
             raise ChatError(f"the {role} model timed out after {self._settings.timeout_s} s") from exc
         except openai.OpenAIError as exc:
+            self._metrics.llm_call(role, {"calls": 1, "errors": 1})
             await self._repository.add_usage(session, role, model, {"calls": 1, "errors": 1})
             raise ChatError(f"the {role} model failed: {type(exc).__name__}: {exc}") from exc
         usage = response.usage
@@ -131,6 +135,7 @@ class LlmClient:
             counts["cached_prompt_tokens"] = (details.cached_tokens or 0) if details else 0
             reasoning = usage.completion_tokens_details
             counts["reasoning_tokens"] = (reasoning.reasoning_tokens or 0) if reasoning else 0
+        self._metrics.llm_call(role, counts)
         await self._repository.add_usage(session, role, model, counts)
         content = response.choices[0].message.content if response.choices else None
         if not content:

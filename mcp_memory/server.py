@@ -30,6 +30,7 @@ from mcp_memory.deps import Deps
 from mcp_memory.errors import InvalidInput
 from mcp_memory.gate import Gate
 from mcp_memory.jsonrpc import AnswerEveryRequest
+from mcp_memory.observe.calls import CallObserver
 from mcp_memory.models import AuditList, DeleteResult, RecallResult, StoreResult, UsageStats
 from mcp_memory.pipeline.recall import recall
 from mcp_memory.settings import Settings
@@ -213,7 +214,13 @@ _ANNOTATIONS = {
 
 
 class _Server(MCPServer):
-    """An MCPServer whose streamable HTTP app answers every JSON-RPC request (jsonrpc.py)."""
+    """An MCPServer whose streamable HTTP app answers every JSON-RPC request (jsonrpc.py), and whose
+    every tool call is timed, counted and logged in one place (observe/calls.py)."""
+
+    calls: CallObserver
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        return await self.calls.observe(name, arguments, lambda: MCPServer.call_tool(self, name, arguments, context))
 
     def streamable_http_app(self, **kwargs: Any) -> Starlette:
         app = super().streamable_http_app(**kwargs)
@@ -267,6 +274,8 @@ def build_server(
         auth=auth,
         token_verifier=token_verifier,
     )
+
+    server.calls = CallObserver(resources.metrics, _ANNOTATIONS)
 
     @server.custom_route("/health", methods=["GET"])
     async def health(_: Request) -> JSONResponse:

@@ -24,7 +24,9 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from mcp_memory.access_settings import AuthSettings, HttpSettings, OAuthSettings, StdioSettings, TokenSettings
+from mcp_memory.access_settings import (
+    AuthSettings, HttpSettings, MetricsSettings, OAuthSettings, StdioSettings, TokenSettings,
+)
 
 __all__ = [
     "AuthSettings",
@@ -32,6 +34,7 @@ __all__ = [
     "HttpSettings",
     "LimitSettings",
     "LlmSettings",
+    "MetricsSettings",
     "OAuthSettings",
     "RecallSettings",
     "Settings",
@@ -241,6 +244,7 @@ class Settings(BaseSettings):
     log_level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(lambda v: str(v).upper())] = (
         "INFO"
     )
+    log_format: Literal["text", "json"] = Field("text", description="Log lines on stderr: text, or one JSON object each.")
     limits: LimitSettings = LimitSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     llm: LlmSettings = LlmSettings()
@@ -249,6 +253,7 @@ class Settings(BaseSettings):
     auth: AuthSettings = AuthSettings()
     http: HttpSettings = HttpSettings()
     stdio: StdioSettings = StdioSettings()
+    metrics: MetricsSettings = MetricsSettings()
 
     @classmethod
     def settings_customise_sources(

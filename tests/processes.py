@@ -314,9 +314,9 @@ class Spawner:
         self.data_dirs.add(data_dir)
         return server
 
-    def stdio(self, data_dir: Path, **settings: str) -> ServerProcess:
-        """Spawn ``mcp-memory serve`` on stdio."""
-        return self._start(["serve"], data_dir, settings)
+    def stdio(self, data_dir: Path, *args: str, **settings: str) -> ServerProcess:
+        """Spawn ``mcp-memory serve [args]`` on stdio."""
+        return self._start(["serve", *args], data_dir, settings)
 
     def http(self, data_dir: Path, port: int, *args: str, **settings: str) -> ServerProcess:
         """Spawn ``mcp-memory serve --transport http --port <port> [args]`` (its stdin stays an open, idle pipe)."""

@@ -6,7 +6,8 @@ costs less than N single ones and at most ``leaders`` batches should run at once
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterable
 
 import anyio
 import numpy as np
@@ -15,10 +16,11 @@ __all__ = ["Coalescer"]
 
 
 class _Request:
-    __slots__ = ("done", "error", "texts", "vectors")
+    __slots__ = ("done", "error", "queued", "texts", "vectors")
 
     def __init__(self, texts: list[str]) -> None:
         self.texts = texts
+        self.queued = time.perf_counter()
         self.vectors: list[np.ndarray] = []
         self.error: BaseException | None = None
         self.done = anyio.Event()
@@ -32,12 +34,17 @@ class Coalescer:
     repeats while callers keep arriving. Under load, N concurrent stores cost a few batched
     inferences instead of N. A leader's loop is shielded from cancellation so a disconnecting
     client never strands the others.
+
+    ``observe``, when given, is told of every batch: its number of texts and, per call in it,
+    the seconds it waited in the queue before the batch started (metrics).
     """
 
     def __init__(
-        self, embed: Callable[[list[str]], Awaitable[list[np.ndarray]]], max_texts: int, leaders: int = 1
+        self, embed: Callable[[list[str]], Awaitable[list[np.ndarray]]], max_texts: int, leaders: int = 1,
+        observe: Callable[[int, Iterable[float]], None] | None = None,
     ) -> None:
         self._embed = embed
+        self._observe = observe
         self._max_texts = max_texts
         self._max_leaders = leaders
         self._queue: list[_Request] = []
@@ -67,6 +74,9 @@ class Coalescer:
                 request = self._queue.pop(0)
                 batch.append(request)
                 size += len(request.texts)
+            if self._observe is not None:
+                started = time.perf_counter()
+                self._observe(size, [started - request.queued for request in batch])
             try:
                 vectors = await self._embed([text for request in batch for text in request.texts])
             except Exception as exc:

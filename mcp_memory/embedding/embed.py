@@ -8,6 +8,7 @@ one batch at a time, so the event loop keeps serving.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Protocol
 
@@ -42,8 +43,11 @@ class Embedder(Protocol):
 class FastembedEmbedder:
     """A local ONNX model through ``fastembed.TextEmbedding``."""
 
-    def __init__(self, settings: EmbeddingSettings, cache_dir: Path) -> None:
-        """Load the model (blocking; call from a worker thread).
+    def __init__(
+        self, settings: EmbeddingSettings, cache_dir: Path,
+        observe_batch: Callable[[int, Iterable[float]], None] | None = None,
+    ) -> None:
+        """Load the model (blocking; call from a worker thread). ``observe_batch``: see ``Coalescer``.
 
         Raises:
             EmbeddingError: the model cannot be loaded; says to install the offline extra or
@@ -71,7 +75,8 @@ class FastembedEmbedder:
             self.variant = "fastembed, downloaded"
         self._batch_size = settings.batch_size or (1 if quantized else 8)
         self._limiter = anyio.CapacityLimiter(settings.workers)
-        self._coalescer = Coalescer(self._embed_thread, max_texts=settings.batch_size or 8, leaders=settings.workers)
+        self._coalescer = Coalescer(self._embed_thread, max_texts=settings.batch_size or 8, leaders=settings.workers,
+                                    observe=observe_batch)
         def load(threads: int | None) -> TextEmbedding:
             if model_dir is not None:
                 return TextEmbedding(
@@ -234,12 +239,15 @@ class OpenAIEmbedder:
         await self._client.close()
 
 
-async def load_embedder(settings: EmbeddingSettings, cache_dir: Path) -> Embedder:
-    """Build the configured embedder; local models load in a worker thread.
+async def load_embedder(
+    settings: EmbeddingSettings, cache_dir: Path, observe_batch: Callable[[int, Iterable[float]], None] | None = None
+) -> Embedder:
+    """Build the configured embedder; local models load in a worker thread. ``observe_batch``
+    hears of every local model batch (``Coalescer``); the OpenAI endpoint has no queue to report.
 
     Raises:
         EmbeddingError: the model cannot be loaded or the provider is misconfigured.
     """
     if settings.provider == "openai":
         return OpenAIEmbedder(settings)
-    return await anyio.to_thread.run_sync(FastembedEmbedder, settings, cache_dir)
+    return await anyio.to_thread.run_sync(FastembedEmbedder, settings, cache_dir, observe_batch)

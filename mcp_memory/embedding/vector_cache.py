@@ -180,11 +180,17 @@ class VectorCache:
         self._refresh_lock = anyio.Lock()
         self.loads = 0  # whole sessions read into a copy
         self.appends = 0  # copies brought up to date with only the memories added since
+        self.hits = 0  # searches answered from a copy that was already current (metrics read these three)
 
     @property
     def nbytes(self) -> int:
         """Bytes held by all copies (matrices and ids)."""
         return sum(copy.nbytes for copy in self._copies.values())
+
+    @property
+    def sessions(self) -> int:
+        """Sessions with a copy."""
+        return len(self._copies)
 
     async def nearest(
         self,
@@ -216,6 +222,8 @@ class VectorCache:
         copy = self._copies.get(session)
         if copy is None or copy.version != version:
             copy = await self._refresh(repository, session, version)
+        else:
+            self.hits += 1
         if copy is None:
             return await repository.vector_search(session, vectors, limit, ef_search, exact=True)
         self._copies.move_to_end(session)

@@ -16,6 +16,7 @@ from mcp_memory.gate import Gate
 from mcp_memory.http.api import PageApi
 from mcp_memory.http.auth import OneAuthorization, sdk_auth, token_verifier
 from mcp_memory.http.page import static_routes
+from mcp_memory.http.metrics import metrics_route
 from mcp_memory.http.sessions import SessionBounds
 from mcp_memory.server import build_server
 from mcp_memory.settings import Settings
@@ -98,8 +99,8 @@ def transport_security(settings: Settings, host: str) -> TransportSecuritySettin
 
 
 def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, json_response: bool = True) -> Starlette:
-    """The Starlette app serving MCP at ``/mcp`` (and ``/health``), and the read-only page at ``/``
-    with its API under ``/api/`` (``http/page.py``, ``http/api.py``), over ``deps``.
+    """The Starlette app serving MCP at ``/mcp`` (and ``/health``, ``/metrics``), and the read-only page
+    at ``/`` with its API under ``/api/`` (``http/page.py``, ``http/api.py``), over ``deps``.
 
     Args:
         settings: the loaded settings.
@@ -119,6 +120,7 @@ def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, j
         app = server.streamable_http_app(stateless_http=True, json_response=json_response, host=host,
                                          transport_security=security)
         app.router.routes.extend(page)
+        app.router.routes.append(metrics_route(deps.metrics, settings, security))
         if settings.auth.enabled:
             app.add_middleware(OneAuthorization)
         return app
@@ -128,6 +130,7 @@ def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, j
         session_idle_timeout=http.session_idle_timeout_s, max_sessions=http.max_sessions,
     )
     app.router.routes.extend(page)
+    app.router.routes.append(metrics_route(deps.metrics, settings, security))
     if settings.auth.enabled:
         app.add_middleware(OneAuthorization)  # outermost: before the SDK reads the first of several
     # Inside the SDK's authentication (after its middleware, not around it): a client is then its
@@ -158,9 +161,11 @@ async def serve_http(
     await deps.start()  # fail before listening: no healthy endpoint on a broken start
     await deps.ready()
     app = build_http_app(settings, deps, host, stateless, json_response)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    # log_config=None: uvicorn's own lines go through our handler too (one format, --log-format json)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", log_config=None)
     http = uvicorn.Server(config)
-    logger.info("serving MCP at http://%s:%d/mcp (health at /health, the page at /)", host, port)
+    logger.info("serving MCP at http://%s:%d/mcp (health at /health, metrics at /metrics, the page at /)", host,
+                port)
     try:
         await http.serve()
     except SystemExit:

@@ -203,5 +203,6 @@ async def trace(
         "omitted_memory_ids": result.omitted_memory_ids,
         "latency_ms": clock.ms,
     }
+    ready.metrics.recall_stages(clock.ms)  # the audit's own stage times, not a second clock
     detail["latency_ms"]["total"] = round(sum(clock.ms.values()), 3)
     return result, detail

@@ -67,6 +67,7 @@ async def store(
     if row.superseded:
         await _audit_marks(ready, memory, row.memory_id, row.superseded)
     if not row.deduplicated:
+        ready.metrics.memories_stored.inc()
         superseded += await find_superseded(ready, memory, row.memory_id, vectors, exclude=superseded)
     return StoreResult(
         memory_id=row.memory_id,
