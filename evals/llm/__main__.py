@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import subprocess
 import sys
 import time
@@ -119,7 +120,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stop_on_signals() -> None:
+    """SIGTERM exits through the ``finally`` blocks (so the server is stopped, not orphaned), and
+    Ctrl-C raises KeyboardInterrupt even when the shell started us with SIGINT ignored."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _stop_on_signals()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     args = build_parser().parse_args(argv)
     if not 1 <= args.sessions <= 35:
