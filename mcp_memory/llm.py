@@ -1,18 +1,22 @@
 """The optional LLM: an OpenAI-compatible chat endpoint for planning, answering and supersession.
 
-``openai.AsyncOpenAI`` talks to any compatible server (LiteLLM, vLLM, Ollama, DeepSeek,
-OpenAI). The client retries 429 and 5xx with exponential backoff (``max_retries``) and
-gives up after ``timeout_s``. Replies are asked for as JSON by schema where the endpoint
-supports it; a reply that does not parse gets one repair attempt. Reasoning models'
-``<think>...</think>`` blocks are stripped before parsing. Token usage of every call is added
-to the ``llm_usage`` table under the session it served.
+``openai.AsyncOpenAI`` talks to any compatible server (the OpenAI API, LiteLLM, vLLM, Ollama,
+llama.cpp, llama-cpp-python, LM Studio). The client retries 429 and 5xx with exponential backoff
+(``max_retries``) and gives up after ``timeout_s``. Replies are asked for as JSON in the first
+structured-output mode the endpoint takes (``llm_formats.LADDER``: ``json_schema``, ``json_object``
+with the schema, ``json_object``, plain text): a request the endpoint refuses for its
+``response_format`` is not retried as it is but sent once more in the next mode down, and the mode
+that answered is kept for that endpoint (base_url and model) for the life of the process. A reply
+that does not parse gets one repair attempt. Reasoning models' ``<think>...</think>`` blocks are
+stripped before parsing. Token usage of every call, a refused one included (as a call with an
+error), is added to the ``llm_usage`` table under the session it served.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import openai
@@ -20,28 +24,80 @@ import openai
 from mcp_memory.db.repository import Repository
 from mcp_memory.errors import ChatError, MalformedReply
 from mcp_memory.observe.metrics import Metrics
+from mcp_memory.llm_formats import Mode, error_text, next_mode, parse_json_object, refuses_format, response_format
+from mcp_memory.llm_formats import start_mode
 from mcp_memory.settings import LlmSettings
 
-__all__ = ["LlmClient", "Role"]
+__all__ = ["JsonReply", "LlmClient", "Role"]
 
 logger = logging.getLogger(__name__)
 
 Role = Literal["plan", "answer", "supersede"]
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
+
+@dataclass
+class JsonReply:
+    """A parsed reply and how it was obtained.
+
+    Attributes:
+        value: the JSON object (not validated against the schema; callers check fields).
+        mode: the structured-output mode that answered (``json_schema``, ``json_object+schema``,
+            ``json_object`` or ``text``).
+        fallbacks: one line per mode the endpoint refused during this call, e.g.
+            ``"json_schema refused (HTTP 500: ...)"``; empty when the first mode answered.
+    """
+
+    value: dict[str, Any]
+    mode: Mode
+    fallbacks: list[str] = field(default_factory=list)
 
 
-def _parse_json(text: str) -> dict[str, Any]:
-    """Parse a JSON object from a reply, ignoring ``<think>`` blocks and code fences."""
-    cleaned = _FENCE.sub("", _THINK.sub("", text).strip()).strip()
-    start, end = cleaned.find("{"), cleaned.rfind("}")
-    if start == -1 or end < start:
-        raise ValueError("no JSON object in the reply")
-    value = json.loads(cleaned[start : end + 1])
-    if not isinstance(value, dict):
-        raise ValueError("the reply is not a JSON object")
-    return value
+class _OpenAI(openai.AsyncOpenAI):
+    """The openai client, except that a request refused for its ``response_format`` is not retried
+    as it is (llama-cpp-python refuses ``json_schema`` with HTTP 500, which the client would retry
+    ``max_retries`` times with backoff): :class:`LlmClient` retries it in the next mode down."""
+
+    def _should_retry(self, response: Any) -> bool:
+        return not _refuses(response) and super()._should_retry(response)
+
+
+def _refuses(response: Any) -> bool:
+    """Whether an error response refuses the ``response_format`` its request carried."""
+    try:
+        if b'"response_format"' not in response.request.content:
+            return False
+        try:
+            body: Any = response.json()
+        except ValueError:
+            body = response.text
+        return refuses_format(response.status_code, body)
+    except Exception:  # noqa: BLE001 - an unread or streamed body: let the client decide as it would
+        return False
+
+
+def _body(exc: openai.APIStatusError) -> Any:
+    """The error's body: parsed JSON, else its text."""
+    try:
+        return exc.response.json()
+    except ValueError:
+        return exc.response.text
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _usage_counts(usage: Any) -> dict[str, int]:
+    """Token counts of a reply's ``usage``; fields a server leaves out (or sends as null) count 0."""
+    counts = {"calls": 1}
+    if usage is None:
+        return counts
+    counts["prompt_tokens"] = _count(getattr(usage, "prompt_tokens", None))
+    counts["completion_tokens"] = _count(getattr(usage, "completion_tokens", None))
+    counts["cached_prompt_tokens"] = _count(getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", None))
+    reasoning = getattr(getattr(usage, "completion_tokens_details", None), "reasoning_tokens", None)
+    counts["reasoning_tokens"] = _count(reasoning)
+    return counts
 
 
 class LlmClient:
@@ -52,8 +108,10 @@ class LlmClient:
         self._repository = repository
         self._metrics = metrics or Metrics()  # calls and tokens by operation, for /metrics
         self._client: openai.AsyncOpenAI | None = None
+        self._start: Mode = start_mode(settings.structured_output, settings.json_schema_output)
+        self._modes: dict[tuple[str, str], Mode] = {}  # (base_url, model) -> the mode that last answered
         if settings.base_url:
-            self._client = openai.AsyncOpenAI(
+            self._client = _OpenAI(
                 base_url=settings.base_url,
                 api_key=settings.api_key or "not-needed",
                 timeout=settings.timeout_s,
@@ -68,80 +126,123 @@ class LlmClient:
                   "supersede": self._settings.supersede_model}
         return models[role]
 
+    def mode_for(self, model: str) -> Mode:
+        """The mode the next request to ``model`` is sent in: the one that last answered, else the start."""
+        return self._modes.get((self._settings.base_url or "", model), self._start)
+
     async def complete_json(
         self, role: Role, system: str, user: str, schema_name: str, schema: dict[str, Any], *, session: str
-    ) -> dict[str, Any]:
+    ) -> JsonReply:
         """Ask the ``role`` model for a JSON object that follows ``schema``.
 
         Args:
             role: ``plan``, ``answer`` or ``supersede``; picks the model and the usage bucket.
-            system: the system prompt.
+            system: the system prompt (it must itself ask for JSON: plain-text mode sends no format).
             user: the user message.
             schema_name: a name for the JSON schema (``response_format.json_schema.name``).
             schema: a JSON schema with an object at the root.
             session: the session the call serves; its token usage is counted there.
 
         Returns:
-            The parsed object (not validated against the schema; callers check fields).
+            The parsed object, the mode that answered and the modes refused on the way.
 
         Raises:
-            ChatError: the role is off, or the endpoint failed or timed out after its retries.
+            ChatError: the role is off, or the endpoint failed or timed out after its retries (a
+                refused format is not a failure while a mode below it is left).
             MalformedReply: the reply is not a JSON object even after one repair attempt.
         """
         model = self.model_for(role)
         if model is None or self._client is None:
             raise ChatError(f"no {role} model is configured")
         messages: list[dict[str, str]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        response_format: dict[str, Any] = {"type": "json_object"}
-        if self._settings.json_schema_output:
-            response_format = {"type": "json_schema", "json_schema": {"name": schema_name, "schema": schema}}
-        text = await self._call(session, role, model, messages, response_format)
+        required = schema.get("required", ())
+        fallbacks: list[str] = []
+        text, mode = await self._ask(session, role, model, messages, schema_name, schema, fallbacks)
         try:
-            return _parse_json(text)
+            return JsonReply(parse_json_object(text, required), mode, fallbacks)
         except (ValueError, json.JSONDecodeError) as first:
             logger.info("%s reply was not JSON (%s); asking once for a repair", role, first)
         messages += [
             {"role": "assistant", "content": text},
             {"role": "user", "content": "That was not a valid JSON object. Reply with only the JSON object."},
         ]
-        repaired = await self._call(session, role, model, messages, response_format)
+        repaired, mode = await self._ask(session, role, model, messages, schema_name, schema, fallbacks)
         try:
-            return _parse_json(repaired)
+            return JsonReply(parse_json_object(repaired, required), mode, fallbacks)
         except (ValueError, json.JSONDecodeError) as exc:
             raise MalformedReply(f"the {role} model did not return JSON, even after a repair request: {exc}") from exc
 
+    async def _ask(
+        self, session: str, role: Role, model: str, messages: list[dict[str, str]], schema_name: str,
+        schema: dict[str, Any], fallbacks: list[str],
+    ) -> tuple[str, Mode]:
+        """One reply's text and the mode that answered, stepping down once per refused mode."""
+        endpoint = (self._settings.base_url or "", model)
+        mode = self.mode_for(model)
+        while True:
+            try:
+                text = await self._call(session, role, model, messages, response_format(mode, schema_name, schema))
+            except _Refused as refused:
+                lower = next_mode(mode)
+                if lower is None:  # never: text mode sends no format to refuse
+                    raise ChatError(f"the {role} model failed: {refused}") from None
+                fallbacks.append(f"{mode} refused ({refused})")
+                logger.warning("the LLM endpoint refused %s output for model %s (%s); using %s from now on",
+                               mode, model, refused, lower)
+                self._modes[endpoint] = mode = lower
+                continue
+            except ChatError as exc:
+                if fallbacks:
+                    raise ChatError(f"{exc} (after {'; '.join(fallbacks)})") from exc
+                raise
+            self._modes[endpoint] = mode
+            return text, mode
+
     async def _call(
-        self, session: str, role: Role, model: str, messages: list[dict[str, str]], response_format: dict[str, Any]
+        self, session: str, role: Role, model: str, messages: list[dict[str, str]], fmt: dict[str, Any] | None
     ) -> str:
         assert self._client is not None
+        extra = {} if fmt is None else {"response_format": fmt}
         try:
             response = await self._client.chat.completions.create(
-                model=model, messages=messages, response_format=response_format, temperature=0  # type: ignore[arg-type]
+                model=model, messages=messages, temperature=0, **extra  # type: ignore[arg-type, call-overload]
             )
         except openai.APITimeoutError as exc:
             self._metrics.llm_call(role, {"calls": 1, "errors": 1})
             await self._repository.add_usage(session, role, model, {"calls": 1, "errors": 1})
             raise ChatError(f"the {role} model timed out after {self._settings.timeout_s} s") from exc
+        except openai.APIStatusError as exc:
+            self._metrics.llm_call(role, {"calls": 1, "errors": 1})
+            await self._repository.add_usage(session, role, model, {"calls": 1, "errors": 1})
+            body = _body(exc)
+            if fmt is not None and refuses_format(exc.status_code, body):
+                raise _Refused(f"HTTP {exc.status_code}: {error_text(body)}") from exc
+            raise ChatError(f"the {role} model failed: HTTP {exc.status_code}: {error_text(body)}") from exc
         except openai.OpenAIError as exc:
             self._metrics.llm_call(role, {"calls": 1, "errors": 1})
             await self._repository.add_usage(session, role, model, {"calls": 1, "errors": 1})
             raise ChatError(f"the {role} model failed: {type(exc).__name__}: {exc}") from exc
-        usage = response.usage
-        counts = {"calls": 1}
-        if usage is not None:
-            counts["prompt_tokens"] = usage.prompt_tokens or 0
-            counts["completion_tokens"] = usage.completion_tokens or 0
-            details = usage.prompt_tokens_details
-            counts["cached_prompt_tokens"] = (details.cached_tokens or 0) if details else 0
-            reasoning = usage.completion_tokens_details
-            counts["reasoning_tokens"] = (reasoning.reasoning_tokens or 0) if reasoning else 0
+        except ValueError as exc:  # a 200 whose body is not JSON: the client raises the decoder's error
+            self._metrics.llm_call(role, {"calls": 1, "errors": 1})
+            await self._repository.add_usage(session, role, model, {"calls": 1, "errors": 1})
+            raise ChatError(f"the {role} model's reply is not JSON: {exc}") from exc
+        try:
+            counts = _usage_counts(getattr(response, "usage", None))
+            content = response.choices[0].message.content
+        except (AttributeError, TypeError, IndexError, KeyError):  # 200 but not a chat completion
+            self._metrics.llm_call(role, {"calls": 1, "errors": 1})
+            await self._repository.add_usage(session, role, model, {"calls": 1, "errors": 1})
+            raise ChatError(f"the {role} model's reply is not a chat completion") from None
         self._metrics.llm_call(role, counts)
         await self._repository.add_usage(session, role, model, counts)
-        content = response.choices[0].message.content if response.choices else None
-        if not content:
+        if not isinstance(content, str) or not content.strip():
             raise ChatError(f"the {role} model returned an empty reply")
         return content
 
     async def close(self) -> None:
         if self._client is not None:
             await self._client.close()
+
+
+class _Refused(Exception):
+    """The endpoint refused the request's ``response_format``; the message says how."""

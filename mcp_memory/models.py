@@ -145,6 +145,8 @@ class Plan(BaseModel):
     queries: list[str]
     time_window: TimeWindow | None = None
     notes: list[str] = Field(default_factory=list, description="Why the plan fell back or dropped a part.")
+    mode: str | None = Field(None, description="The structured-output mode the planner answered in.")
+    fallbacks: list[str] = Field(default_factory=list, description="Output modes the endpoint refused on the way.")
 
 
 class Candidate(BaseModel):

@@ -123,7 +123,14 @@ class LlmSettings(BaseModel):
     timeout_s: float = Field(20.0, gt=0)
     max_retries: int = Field(2, ge=0, description="Retries on 429 and 5xx, with exponential backoff.")
     max_plan_queries: int = Field(4, ge=1, description="Retrieval queries the planner may add.")
-    json_schema_output: bool = Field(True, description="Ask for structured output by JSON schema.")
+    json_schema_output: bool = Field(
+        True, description="Under structured_output 'auto': start with a JSON schema; false starts with json_object."
+    )
+    structured_output: Literal["auto", "json_schema", "json_object", "text"] = Field(
+        "auto",
+        description="The structured-output mode tried first; a mode the endpoint refuses is retried once in the next"
+        " one down (json_schema, json_object with the schema, json_object, text) and the one that answers is kept.",
+    )
 
 
 class RecallSettings(BaseModel):

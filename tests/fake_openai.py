@@ -3,6 +3,8 @@
 The fake is a stdlib ``ThreadingHTTPServer`` on 127.0.0.1 (OS-chosen port) running in a
 background thread. The real ``openai`` client talks to it over HTTP; the fake records every
 request and replays scripted replies. Stopping it releases any request held by a scripted delay.
+A profile (``fake_profiles.PROFILES``) makes it answer as one kind of server does: the
+``response_format`` it refuses, its error bodies, its usage fields, reasoning in the content.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-                429: "rate_limit_exceeded", 503: "service_unavailable"}
-
+try:
+    from fake_profiles import PROFILES, openai_error, refusal_body, request_mode, usage_body, with_think
+except ImportError:  # tests/ imported as a package
+    from tests.fake_profiles import PROFILES, openai_error, refusal_body, request_mode, usage_body, with_think
 
 @dataclass
 class ChatReply:
@@ -40,6 +43,7 @@ class ChatReply:
         cached_tokens: ``usage.prompt_tokens_details.cached_tokens``.
         reasoning_tokens: ``usage.completion_tokens_details.reasoning_tokens``.
         model: The ``model`` field of the response.
+        raw_body: If set, the whole 200 response body, sent as it is (a broken server or proxy).
     """
 
     content: str = ""
@@ -50,6 +54,7 @@ class ChatReply:
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     model: str = "fake-chat"
+    raw_body: str | None = None
 
 
 @dataclass
@@ -75,11 +80,6 @@ def default_embedding(text: str, dim: int) -> list[float]:
     return [v / norm for v in vec]
 
 
-def _error_body(status: int, message: str) -> dict[str, Any]:
-    kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-    return {"error": {"message": message, "type": kind, "code": kind}}
-
-
 class FakeOpenAI:
     """A scripted OpenAI-compatible HTTP server; use as a context manager.
 
@@ -88,9 +88,14 @@ class FakeOpenAI:
         requests: Every request in arrival order.
         embedding_delay_s: Hold each embeddings request this long (released on stop).
         embedding_status: If set, embeddings answer this HTTP status with an error body.
+        profile: The name of the server profile chat requests are answered as (``fake_profiles``).
     """
 
-    def __init__(self, *, embedding_dim: int = 384, embedding_model: str = "fake-embed") -> None:
+    def __init__(self, *, embedding_dim: int = 384, embedding_model: str = "fake-embed",
+                 profile: str = "openai") -> None:
+        if profile not in PROFILES:
+            raise ValueError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
+        self.profile = profile
         self.embedding_dim = embedding_dim
         self.embedding_model = embedding_model
         self.embedding_delay_s: float = 0.0
@@ -176,36 +181,42 @@ class FakeOpenAI:
             self._stopping.wait(seconds)
         return not self._stopping.is_set()
 
-    def _chat(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    def _chat(self, body: dict[str, Any]) -> tuple[int, Any] | None:
+        profile = PROFILES[self.profile]
+        if request_mode(body) in profile.refuses:  # refused before any reply is generated or popped
+            return profile.refusal_status, refusal_body(profile, body)
         with self._lock:
             reply = self._queue.popleft() if self._queue else None
         if reply is None and self._chat_handler is not None:
             try:
                 reply = self._chat_handler(body)
             except Exception as exc:  # surface handler bugs to the client as a 500
-                return 500, _error_body(500, f"chat handler raised {exc!r}")
+                return 500, openai_error(500, f"chat handler raised {exc!r}")
         if reply is None:
-            return 500, _error_body(500, "no scripted reply")
+            return 500, openai_error(500, "no scripted reply")
         if not self._hold(reply.delay_s):
             return None
         if reply.status != 200:
-            return reply.status, _error_body(reply.status, f"scripted error {reply.status}")
-        return 200, {
+            return reply.status, profile.error(reply.status, f"scripted error {reply.status}")
+        if reply.raw_body is not None:
+            return 200, _Raw(reply.raw_body)
+        completion: dict[str, Any] = {
             "id": f"chatcmpl-fake-{len(self.requests)}", "object": "chat.completion",
             "created": int(time.time()), "model": reply.model,
             "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                         "message": {"role": "assistant", "content": reply.content}}],
-            "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
-                      "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-                      "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
-                      "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens}},
+                         "message": {"role": "assistant", "content": with_think(profile, reply.content)}}],
         }
+        usage = usage_body(profile, reply.prompt_tokens, reply.completion_tokens, reply.cached_tokens,
+                           reply.reasoning_tokens)
+        if usage is not None:
+            completion["usage"] = usage
+        return 200, completion
 
     def _embeddings(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
         if not self._hold(self.embedding_delay_s):
             return None
         if self.embedding_status is not None:
-            return self.embedding_status, _error_body(self.embedding_status, "scripted embeddings error")
+            return self.embedding_status, openai_error(self.embedding_status, "scripted embeddings error")
         raw = body.get("input", [])
         texts = [raw] if isinstance(raw, str) else [t if isinstance(t, str) else json.dumps(t) for t in raw]
         data = []
@@ -218,6 +229,10 @@ class FakeOpenAI:
         tokens = sum(len(t.split()) for t in texts)
         return 200, {"object": "list", "data": data, "model": body.get("model") or self.embedding_model,
                      "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+
+
+class _Raw(str):
+    """A response body sent as it is."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -244,10 +259,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         """Silences per-request logging."""
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
+    def _send(self, status: int, payload: Any) -> None:
+        """Sends ``payload`` as JSON; a str as text/plain; a ``_Raw`` as it is, labelled JSON."""
+        kind = "application/json" if isinstance(payload, _Raw) or not isinstance(payload, str) else "text/plain"
+        data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -268,7 +285,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         self._record()
         if self.path.split("?", 1)[0] != "/v1/models":
-            self._send(404, _error_body(404, f"unknown path {self.path}"))
+            self._send(404, openai_error(404, f"unknown path {self.path}"))
             return
         models = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"}
                   for m in ("fake-chat", self.owner.embedding_model)]
@@ -279,7 +296,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         routes = {"/v1/chat/completions": self.owner._chat, "/v1/embeddings": self.owner._embeddings}
         route = routes.get(path)
-        result = route(body) if route else (404, _error_body(404, f"unknown path {path}"))
+        result = route(body) if route else (404, openai_error(404, f"unknown path {path}"))
         if result is None:  # released by stop: drop the connection without a reply
             self.close_connection = True
             return

@@ -60,6 +60,8 @@ class Answer:
     answerable: bool | None = None
     note: str | None = None  # why there is no answer, for the audit
     dropped_ids: list[str] = field(default_factory=list)  # cited ids that were not candidates
+    mode: str | None = None  # the structured-output mode the model answered in
+    fallbacks: list[str] = field(default_factory=list)  # output modes the endpoint refused on the way
 
 
 # A tag in a memory's text that could open or close a memory element (any case, spaces inside):
@@ -101,11 +103,12 @@ async def answer(
         logger.warning("answering failed, ranked memories returned: %s", exc)  # the endpoint is down or misconfigured
         return Answer(text=None, note=f"answer model failed: {exc}")
     known = {candidate.memory_id for candidate in candidates}
-    raw_ids = reply.get("memory_ids")
+    raw_ids = reply.value.get("memory_ids")
     raw_ids = raw_ids if isinstance(raw_ids, list) else []
     cited = list(dict.fromkeys(str(i) for i in raw_ids if str(i) in known))
     dropped = [str(i) for i in raw_ids if str(i) not in known]
-    text = reply.get("answer")
-    if reply.get("answerable") is not True or not cited or not isinstance(text, str) or not text.strip():
-        return Answer(text=refusal, answerable=False, dropped_ids=dropped, note="memories do not support an answer")
-    return Answer(text=text.strip(), cited=cited, answerable=True, dropped_ids=dropped)
+    text = reply.value.get("answer")
+    how = {"dropped_ids": dropped, "mode": reply.mode, "fallbacks": reply.fallbacks}
+    if reply.value.get("answerable") is not True or not cited or not isinstance(text, str) or not text.strip():
+        return Answer(text=refusal, answerable=False, note="memories do not support an answer", **how)
+    return Answer(text=text.strip(), cited=cited, answerable=True, **how)

@@ -93,7 +93,7 @@ async def plan_query(
         return Plan(queries=[query], notes=[f"planner failed, literal query used: {exc}"])
     notes: list[str] = []
     queries = [query]
-    raw_queries = reply.get("queries")
+    raw_queries = reply.value.get("queries")
     if not isinstance(raw_queries, list):
         notes.append("planner reply had no queries list")
         raw_queries = []
@@ -102,4 +102,5 @@ async def plan_query(
             queries.append(item.strip()[:1000])
         if len(queries) > max_queries:
             break
-    return Plan(queries=queries, time_window=_window(reply.get("time_window"), notes), notes=notes)
+    window = _window(reply.value.get("time_window"), notes)
+    return Plan(queries=queries, time_window=window, notes=notes, mode=reply.mode, fallbacks=reply.fallbacks)

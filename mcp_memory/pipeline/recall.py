@@ -199,6 +199,8 @@ async def trace(
         "answer": outcome.text,
         "answer_note": outcome.note,
         "dropped_citations": outcome.dropped_ids,
+        "llm_modes": {role: step.mode for role, step in (("plan", plan), ("answer", outcome)) if step.mode},
+        "llm_fallbacks": [f"plan: {f}" for f in plan.fallbacks] + [f"answer: {f}" for f in outcome.fallbacks],
         "truncated": result.truncated,
         "omitted_memory_ids": result.omitted_memory_ids,
         "latency_ms": clock.ms,

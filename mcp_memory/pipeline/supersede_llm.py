@@ -7,7 +7,8 @@ The user message is the new memory as ``<new_memory id=".." occurred_at="..">`` 
 ``<memory id=".." occurred_at="..">`` line per candidate; the model replies with JSON
 ``{"superseded": [ids], "reason": ".."}``. Ids that were not candidates are dropped; the rest are
 marked superseded by the new memory. Each decision is one audit row of kind ``supersede``:
-``{memory_id, candidates, superseded, reason, model, note, latency_ms}``; it keeps no prompt text
+``{memory_id, candidates, superseded, reason, model, mode, fallbacks, note, latency_ms}`` (``mode``: the
+structured-output mode that answered; ``fallbacks``: the modes the endpoint refused); it keeps no prompt text
 (a reason that echoes the prompt is left out, and of ids the model invented only UUIDs are
 named). Usage is counted under the operation ``supersede``.
 
@@ -161,7 +162,7 @@ async def find_superseded(
         return []
     started = time.perf_counter()
     detail: dict[str, Any] = {"memory_id": memory_id, "source": "llm", "candidates": [], "superseded": [],
-                              "reason": None, "model": model, "note": None}
+                              "reason": None, "model": model, "mode": None, "fallbacks": [], "note": None}
     marked: list[str] = []
     try:
         candidates = await _candidates(ready, memory, memory_id, vectors, exclude)
@@ -173,8 +174,9 @@ async def find_superseded(
             reply = await ready.llm.complete_json(
                 "supersede", _SYSTEM, user, "supersession", SUPERSEDE_SCHEMA, session=memory.session
             )
-            picked, dropped = _picked(reply, detail["candidates"])
-            detail["reason"] = _reason(reply)
+            detail["mode"], detail["fallbacks"] = reply.mode, reply.fallbacks
+            picked, dropped = _picked(reply.value, detail["candidates"])
+            detail["reason"] = _reason(reply.value)
             if dropped:
                 detail["note"] = _dropped_note(dropped)
             marked = await ready.repository.mark_superseded(memory.session, memory_id, picked, "llm")
