@@ -118,17 +118,3 @@ def test_every_host_not_plainly_loopback_needs_auth_and_oauth_alone_is_auth(host
     oauth = {"issuer": "https://auth.example.com", "audience": "a", "resource_url": "https://m.example.com/mcp",
              "jwks_url": "https://auth.example.com/jwks"}
     check_binding(Settings(auth={"oauth": oauth}), host, insecure_no_auth=False)  # starts: no exception
-
-
-def test_docker_compose_parses_and_publishes_an_unauthenticated_server_on_loopback_only() -> None:
-    import yaml
-
-    compose = yaml.safe_load((Path(__file__).parent.parent / "docker-compose.yml").read_text(encoding="utf-8"))
-    for name, service in compose["services"].items():
-        command = service.get("command") or ""
-        for published in service.get("ports", []):
-            host_ip = str(published).rsplit(":", 2)[0] if str(published).count(":") == 2 else ""
-            if "--insecure-no-auth" in command or name == "postgres":
-                assert host_ip == "127.0.0.1", (name, published)
-    assert "--insecure-no-auth" in compose["services"]["mcp-memory"]["command"]
-    assert compose["services"]["mcp-memory"]["ports"] == ["127.0.0.1:8020:8020"]
