@@ -97,6 +97,17 @@ async def test_the_page_is_served_with_a_strict_content_security_policy_and_no_i
     assert served.get("/page/style.css", token=None).headers["content-type"].startswith("text/css")
 
 
+async def test_the_page_names_an_icon_it_serves_so_a_browser_asks_for_no_missing_favicon(served: Served) -> None:
+    """Without a ``<link rel="icon">`` every browser asks for /favicon.ico, gets 404 and logs an error."""
+    page = served.get("/", token=None)
+    icon_link = '<link rel="icon" href="/page/icon.svg" type="image/svg+xml">'
+    assert re.findall(r'<link rel="icon"[^>]*>', page.text) == [icon_link]
+    icon = served.get("/page/icon.svg", token=None)
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
+    assert icon.text.startswith("<svg") and "<script" not in icon.text
+    assert icon.headers["content-security-policy"] == page.headers["content-security-policy"]
+
+
 @pytest.mark.parametrize("path", ["/api/sessions", "/api/memories", "/api/search", "/api/audits", "/api/audit"])
 @pytest.mark.parametrize("token", [None, "wrong-token", sha256(ALPHA)])
 async def test_the_api_answers_401_without_a_token_the_mcp_endpoint_accepts(served: Served, path: str,

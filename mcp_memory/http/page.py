@@ -1,4 +1,4 @@
-"""The page at ``/``: three static files served by the server itself, and the routes of its JSON API.
+"""The page at ``/``: four static files served by the server itself, and the routes of its JSON API.
 
 Every route here goes through ``Hardened``: the Host and Origin checks the SDK applies to ``/mcp``
 (its ``TransportSecurityMiddleware``, with the same ``TransportSecuritySettings``), and headers that
@@ -37,6 +37,7 @@ _STATIC = {  # URL path -> (file in mcp_memory/http/static, content type)
     "/": ("index.html", "text/html; charset=utf-8"),
     "/page/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/page/style.css": ("style.css", "text/css; charset=utf-8"),
+    "/page/icon.svg": ("icon.svg", "image/svg+xml"),  # named by the page, so no browser asks for /favicon.ico
 }
 
 
@@ -73,7 +74,8 @@ def _file(name: str) -> bytes:
 
 
 def static_routes(security: TransportSecuritySettings) -> list[Route]:
-    """``/`` (the page, for every view: ``/?session=S``, ``&q=QUERY``, ``&audit=ID``), its script and stylesheet."""
+    """``/`` (the page, for every view: ``/?session=S``, ``&q=QUERY``, ``&audit=ID``), its script,
+    stylesheet and icon."""
     routes = []
     for path, (name, content_type) in _STATIC.items():
         body = _file(name)  # read once: they are part of the installed package
