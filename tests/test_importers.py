@@ -151,16 +151,18 @@ async def test_mem0_bad_items_are_reported_by_the_line_they_start_on_and_session
         '  {"id": "x", "created_at": "2024-01-01", "user_id": "u"},',
         '  "just text",',
         '  {"id": "z", "memory": "Bad time", "created_at": "yesterday", "user_id": "u"},',
-        '  {"id": "w", "memory": "", "created_at": "2024-01-01"}',
+        '  {"id": "w", "memory": "", "created_at": "2024-01-01"},',
+        '  {"memory": "No id", "created_at": "2024-01-01"}',
         "]",
     ]))
     summary = await _import(work_dir, fresh_db, str(path), "--session", "mine")
     assert summary["stored"] == 1
     assert summary["rejected"] == [
-        {"line": 4, "reason": "memory: must be a string; got NoneType"},
+        {"line": 4, "reason": "memory: is missing (every mem0 memory has one)"},
         {"line": 5, "reason": "item: must be a JSON object (one mem0 memory)"},
         {"line": 6, "reason": "created_at: could not parse 'yesterday' as ISO 8601"},
         {"line": 7, "reason": "content: must not be empty or whitespace-only"},
+        {"line": 8, "reason": "id: is missing (every mem0 memory has one)"},
     ]
     found = await _exported(work_dir, fresh_db)
     assert list(found) == [("mine", "Good one")]

@@ -80,6 +80,15 @@ async def test_export_of_one_session_holds_only_that_session(client, pg_url, wor
     assert [m["memory_id"] for m in memories] == [ids["b"]]
 
 
+async def test_an_export_that_matches_no_memory_says_so_on_stderr(client, pg_url, work_dir):
+    """A misspelt --session wrote the header alone and exited 0 without a word."""
+    await store(client, "team:b", "Bob likes tea.")
+    result = await _run(work_dir, pg_url, "export", "--session", "team:bb")
+    assert [json.loads(line)["format"] for line in result.stdout.decode().splitlines()] == ["mcp-memory"]
+    assert "mcp-memory: no memories in team:bb; the export holds its header only" in result.stderr.decode()
+    assert "no memories" not in (await _run(work_dir, pg_url, "export", "--session", "team:b")).stderr.decode()
+
+
 def _summary(result: subprocess.CompletedProcess[bytes]) -> dict[str, Any]:
     return json.loads(result.stdout)
 

@@ -96,9 +96,11 @@ def _memory(item: Any, session: str | None) -> dict[str, Any]:
     """
     if not isinstance(item, dict):
         raise ValueError("item: must be a JSON object (one mem0 memory)")
-    for field in ("memory", "created_at"):
-        if not isinstance(item.get(field), str):
-            raise ValueError(f"{field}: must be a string; got {type(item.get(field)).__name__}")
+    for field in ("memory", "created_at", "id"):
+        if field not in item:
+            raise ValueError(f"{field}: is missing (every mem0 memory has one)")
+        if not isinstance(item[field], str):
+            raise ValueError(f"{field}: must be a string; got {type(item[field]).__name__}")
     try:
         datetime.fromisoformat(item["created_at"].strip())
     except ValueError:

@@ -49,6 +49,9 @@ async def run_export(settings: Settings, session: str | None, sessions_like: str
         count = await export(await deps.ready(), scope, out)
         out.flush()
         logger.info("exported %d memories", count)
+        if count == 0:  # a misspelt --session exports a header alone: say so where a person looks
+            print(f"mcp-memory: no memories in {', '.join(scope.patterns())}; the export holds its header only",
+                  file=sys.stderr)
     finally:
         await deps.close()
         if out is not sys.stdout:
