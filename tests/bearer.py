@@ -14,6 +14,8 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from processes import START_TIMEOUT_S, Spawner, create_database, drop_database, free_port
+
 CALL_TIMEOUT_S = 60.0
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
@@ -68,3 +70,23 @@ def write_config(path: Path, tokens: list[dict[str, Any]] = (), sections: dict[s
         lines += [f"{key} = {toml_value(value)}" for key, value in entry.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+@asynccontextmanager
+async def configured_server(pg_url: str, logs: Path, tokens: list[dict[str, Any]] = (),
+                            sections: dict[str, dict[str, Any]] | None = None, timeout_s: float = START_TIMEOUT_S,
+                            **settings: str) -> AsyncIterator[tuple[int, str]]:
+    """An HTTP server whose config file names ``tokens`` and ``sections`` (``write_config``), on a
+    database of its own made on ``pg_url``, with ``settings`` as MCP_MEMORY_* variables: yields
+    (port, database url); stops the server and drops the database after."""
+    db_url = await create_database(pg_url)
+    spawner = Spawner(logs)
+    try:
+        port = free_port()
+        server = spawner.http(spawner.data_dir(), port, "--config", str(write_config(logs / "config.toml", tokens, sections)),
+                              MCP_MEMORY_DATABASE_URL=db_url, **settings)
+        server.wait_healthy(port, timeout_s=timeout_s)
+        yield port, db_url
+    finally:
+        spawner.close()
+        await drop_database(pg_url, db_url)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from bearer import INITIALIZE, mcp_url, post, sha256, token_client, write_config
+from bearer import INITIALIZE, mcp_url, post, sha256, token_client, configured_server, write_config
 from databases import session_contents
 from processes import (  # noqa: F401 - spawn is a fixture
     Spawner,
@@ -54,18 +54,8 @@ class Served:
 
 @pytest.fixture(scope="module")
 async def served(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
-    logs = tmp_path_factory.mktemp("auth-tokens")
-    db_url = await create_database(pg_url)
-    spawner = Spawner(logs)
-    try:
-        config = write_config(logs / "config.toml", TOKENS)
-        port = free_port()
-        server = spawner.http(spawner.data_dir(), port, "--config", str(config), MCP_MEMORY_DATABASE_URL=db_url)
-        server.wait_healthy(port)
+    async with configured_server(pg_url, tmp_path_factory.mktemp("auth-tokens"), TOKENS) as (port, db_url):
         yield Served(port, db_url)
-    finally:
-        spawner.close()
-        await drop_database(pg_url, db_url)
 
 
 def _initialize(port: int, headers: dict[str, str]) -> httpx.Response:

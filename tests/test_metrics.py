@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from bearer import INITIALIZE, post, sha256, token_client, write_config
+from bearer import INITIALIZE, configured_server, post, sha256, token_client, write_config
 from fake_openai import ChatReply, FakeOpenAI
 from processes import Spawner, create_database, drop_database, free_port, sdk_caller
 from prometheus_client.parser import text_string_to_metric_families
@@ -56,20 +56,10 @@ def fake() -> Iterator[FakeOpenAI]:
 
 @pytest.fixture(scope="module")
 async def served(pg_url: str, fake: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
-    logs = tmp_path_factory.mktemp("metrics")
-    db_url = await create_database(pg_url)
-    spawner = Spawner(logs)
-    try:
-        config = write_config(logs / "config.toml", TOKENS)
-        port = free_port()
-        server = spawner.http(spawner.data_dir(), port, "--config", str(config), MCP_MEMORY_DATABASE_URL=db_url,
-                              MCP_MEMORY_LLM__BASE_URL=fake.base_url, MCP_MEMORY_LLM__API_KEY="k",
-                              MCP_MEMORY_LLM__ANSWER_MODEL="fake-answer", MCP_MEMORY_LLM__MAX_RETRIES="0")
-        server.wait_healthy(port)
+    async with configured_server(pg_url, tmp_path_factory.mktemp("metrics"), TOKENS,
+                            MCP_MEMORY_LLM__BASE_URL=fake.base_url, MCP_MEMORY_LLM__API_KEY="k",
+                            MCP_MEMORY_LLM__ANSWER_MODEL="fake-answer", MCP_MEMORY_LLM__MAX_RETRIES="0") as (port, _):
         yield Served(port, fake)
-    finally:
-        spawner.close()
-        await drop_database(pg_url, db_url)
 
 
 async def test_metrics_count_exactly_the_calls_errors_memories_batches_and_tokens_made(served: Served) -> None:

@@ -15,8 +15,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import httpx
 import pytest
-from bearer import sha256, token_client, write_config
-from processes import Spawner, create_database, drop_database, free_port
+from bearer import configured_server, sha256, token_client
 
 from mcp_memory.deps import Deps
 from mcp_memory.http.app import build_http_app
@@ -56,14 +55,7 @@ class Served:
 
 @pytest.fixture(scope="module")
 async def served(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
-    logs = tmp_path_factory.mktemp("page-api")
-    db_url = await create_database(pg_url)
-    spawner = Spawner(logs)
-    try:
-        port = free_port()
-        server = spawner.http(spawner.data_dir(), port, "--config", str(write_config(logs / "config.toml", TOKENS)),
-                              MCP_MEMORY_DATABASE_URL=db_url)
-        server.wait_healthy(port)
+    async with configured_server(pg_url, tmp_path_factory.mktemp("page-api"), TOKENS) as (port, db_url):
         async with token_client(port, ADMIN) as client:
             for day in range(7):  # A1: seven days, then two memories at one instant (storage order breaks the tie)
                 await client.call_tool("store_memory", {
@@ -78,9 +70,6 @@ async def served(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Async
             assert not recalled.is_error
             await client.call_tool("recall_memory", {"session": B, "query": "launch code"})
         yield Served(port, db_url)
-    finally:
-        spawner.close()
-        await drop_database(pg_url, db_url)
 
 
 async def test_the_page_is_served_with_a_strict_content_security_policy_and_no_inline_script(served: Served) -> None:

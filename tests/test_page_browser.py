@@ -24,10 +24,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
-from bearer import sha256, token_client, write_config
+from bearer import configured_server, sha256, token_client
 from fake_openai import ChatReply, FakeOpenAI
 from mcp import Client
-from processes import Spawner, create_database, drop_database, free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -109,16 +108,10 @@ def llm() -> Iterator[FakeOpenAI]:
 @pytest.fixture(scope="module")
 async def open_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory, llm: FakeOpenAI) -> AsyncIterator[str]:
     """A loopback server without tokens; GARDEN holds NOTES and one recall (rewritten, then refused)."""
-    logs = tmp_path_factory.mktemp("page-open")
-    db_url = await create_database(pg_url)
-    spawner = Spawner(logs)
     llm_settings = {"base_url": llm.base_url, "api_key": "k", "plan_model": "fake-plan",
                     "answer_model": "fake-answer", "timeout_s": 5.0, "max_retries": 0}
-    try:
-        port = free_port()
-        config = write_config(logs / "config.toml", sections={"llm": llm_settings})
-        server = spawner.http(spawner.data_dir(), port, "--config", str(config), MCP_MEMORY_DATABASE_URL=db_url)
-        server.wait_healthy(port, timeout_s=START_S)
+    logs = tmp_path_factory.mktemp("page-open")
+    async with configured_server(pg_url, logs, sections={"llm": llm_settings}, timeout_s=START_S) as (port, _):
         async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=WAIT_S) as client:
             for day, note in enumerate(NOTES):
                 stored = await client.call_tool("store_memory", {
@@ -126,33 +119,22 @@ async def open_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory, llm
                     "metadata": {"bed": "south"} if day == 4 else None})
                 assert not stored.is_error
             await client.call_tool("store_memory", {"session": "home:kitchen", "content": "Oven runs 10 degrees hot"})
-            recalled = await client.call_tool("recall_memory", {"session": GARDEN, "query": "When did the tomatoes go out?"})
+            recalled = await client.call_tool("recall_memory", {"session": GARDEN,
+                                                                "query": "When did the tomatoes go out?"})
             assert recalled.structured_content["answer"] == REFUSAL
         yield f"http://127.0.0.1:{port}"
-    finally:
-        spawner.close()
-        await drop_database(pg_url, db_url)
 
 
 @pytest.fixture(scope="module")
 async def token_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     """A server with tokens for team:alpha:* and team:beta:*, one memory in a session of each."""
     logs = tmp_path_factory.mktemp("page-tokens")
-    db_url = await create_database(pg_url)
-    spawner = Spawner(logs)
-    try:
-        port = free_port()
-        server = spawner.http(spawner.data_dir(), port, "--config", str(write_config(logs / "config.toml", TOKENS)),
-                              MCP_MEMORY_DATABASE_URL=db_url)
-        server.wait_healthy(port, timeout_s=START_S)
+    async with configured_server(pg_url, logs, TOKENS, timeout_s=START_S) as (port, _):
         for token, session, content in ((ALPHA, "team:alpha:plans", "Alpha ships the importer on Friday"),
                                         (BETA, "team:beta:secrets", "Beta vault combination is 31-7-44")):
             async with token_client(port, token) as client:
                 assert not (await client.call_tool("store_memory", {"session": session, "content": content})).is_error
         yield f"http://127.0.0.1:{port}"
-    finally:
-        spawner.close()
-        await drop_database(pg_url, db_url)
 
 
 def _wait_for(driver: Any, css: str, text: str | None = None) -> Any:
