@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx2
@@ -44,15 +45,22 @@ async def _three_calls(call) -> None:
     assert (await call("store_memory", {"session": SESSION, "content": "  "})).is_error
 
 
-@pytest.fixture
-async def http_client(spawn: Spawner, fresh_db: str) -> AsyncIterator[tuple[Client, Path]]:
+@asynccontextmanager
+async def _logged_client(spawner: Spawner, database_url: str, level: str) -> AsyncIterator[tuple[Client, Path]]:
+    """A legacy SDK client of an HTTP server logging at ``level``, and that server's log file."""
     port = free_port()
-    server = spawn.http(spawn.data_dir(), port, "--log-level", "INFO", MCP_MEMORY_DATABASE_URL=fresh_db)
+    server = spawner.http(spawner.data_dir(), port, "--log-level", level, MCP_MEMORY_DATABASE_URL=database_url)
     server.wait_healthy(port)
     async with httpx2.AsyncClient(timeout=httpx2.Timeout(CALL_TIMEOUT_S)) as http:
         async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http), mode="legacy",
                           read_timeout_seconds=CALL_TIMEOUT_S) as client:
             yield client, server.log_path
+
+
+@pytest.fixture
+async def http_client(spawn: Spawner, fresh_db: str) -> AsyncIterator[tuple[Client, Path]]:
+    async with _logged_client(spawn, fresh_db, "INFO") as connected:
+        yield connected
 
 
 async def test_each_http_tool_call_logs_one_info_line_without_session_name_content_or_query(http_client) -> None:
@@ -94,13 +102,8 @@ async def test_json_log_format_writes_one_object_per_line_with_the_call_fields(s
 
 
 async def test_the_sdk_new_transport_line_is_logged_at_debug(spawn: Spawner, fresh_db: str) -> None:
-    port = free_port()
-    server = spawn.http(spawn.data_dir(), port, "--log-level", "DEBUG", MCP_MEMORY_DATABASE_URL=fresh_db)
-    server.wait_healthy(port)
-    async with httpx2.AsyncClient(timeout=httpx2.Timeout(CALL_TIMEOUT_S)) as http:
-        async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http), mode="legacy",
-                          read_timeout_seconds=CALL_TIMEOUT_S) as client:
-            assert not (await client.call_tool("usage_stats", {})).is_error
+    async with _logged_client(spawn, fresh_db, "DEBUG") as (client, log_path):
+        assert not (await client.call_tool("usage_stats", {})).is_error
 
-    created = [line for line in server.stderr.splitlines() if "Created new transport" in line]
+    created = [line for line in log_path.read_text(encoding="utf-8").splitlines() if "Created new transport" in line]
     assert len(created) == 1 and " DEBUG mcp.server.streamable_http_manager: " in created[0], created
