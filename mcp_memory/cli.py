@@ -143,7 +143,7 @@ _HAVE_UVLOOP = importlib.util.find_spec("uvloop") is not None
 
 
 async def _usage(settings: Settings, patterns: list[str], reset: bool) -> None:
-    from mcp_memory.access import SessionScope
+    from mcp_memory.access.scope import SessionScope
     from mcp_memory.pipeline.usage import reset_usage, usage_stats
 
     try:
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _new_token(args: argparse.Namespace) -> int:
     """``mcp-memory token new``: the token on stdout once, then the entry to paste."""
-    from mcp_memory.access import SessionScope
+    from mcp_memory.access.scope import SessionScope
 
     try:
         SessionScope.parse(args.sessions)

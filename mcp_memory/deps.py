@@ -21,7 +21,7 @@ from mcp_memory.db.pool import open_pool, ping
 from mcp_memory.db.repository import Repository
 from mcp_memory.embedding.embed import Embedder, OpenAIEmbedder, load_embedder
 from mcp_memory.errors import DatabaseUnavailable, McpMemoryError, SchemaError
-from mcp_memory.llm import LlmClient
+from mcp_memory.llm.client import LlmClient
 from mcp_memory.observe.metrics import Metrics
 from mcp_memory.settings import Settings
 from mcp_memory.embedding.vector_cache import VectorCache

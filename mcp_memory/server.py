@@ -28,7 +28,7 @@ from mcp_memory.pipeline.audit import list_audits as read_audits
 from mcp_memory.pipeline.audit import record
 from mcp_memory.deps import Deps
 from mcp_memory.errors import InvalidInput
-from mcp_memory.gate import Gate
+from mcp_memory.access.gate import Gate
 from mcp_memory.jsonrpc import AnswerEveryRequest
 from mcp_memory.observe.calls import CallObserver
 from mcp_memory.models import AuditList, DeleteResult, RecallResult, StoreResult, UsageStats

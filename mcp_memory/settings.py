@@ -24,7 +24,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from mcp_memory.access_settings import (
+from mcp_memory.access.settings import (
     AuthSettings, HttpSettings, MetricsSettings, OAuthSettings, StdioSettings, TokenSettings,
 )
 

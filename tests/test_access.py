@@ -2,7 +2,7 @@
 
 import pytest
 
-from mcp_memory.access import ALL_SESSIONS, SessionScope
+from mcp_memory.access.scope import ALL_SESSIONS, SessionScope
 
 
 def test_exact_pattern_matches_only_that_session():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_memory.gate import RateLimiter
+from mcp_memory.access.gate import RateLimiter
 
 
 class Clock:

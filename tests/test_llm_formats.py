@@ -1,11 +1,11 @@
-"""Structured-output modes, refusals and JSON out of replies (mcp_memory.llm_formats), with the
+"""Structured-output modes, refusals and JSON out of replies (mcp_memory.llm.formats), with the
 bodies and replies the servers people run send (see fake_profiles.py for where they come from)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mcp_memory.llm_formats import error_text, next_mode, parse_json_object, refuses_format, start_mode, strip_think
+from mcp_memory.llm.formats import error_text, next_mode, parse_json_object, refuses_format, start_mode, strip_think
 
 REQUIRED = ("answerable", "answer", "memory_ids")
 ANSWER = '{"answerable": true, "answer": "4417", "memory_ids": ["a"]}'

@@ -14,7 +14,7 @@ import pytest
 from fake_openai import ChatReply, FakeOpenAI
 from mcp import Client
 
-from mcp_memory.access import ALL_SESSIONS, SessionScope
+from mcp_memory.access.scope import ALL_SESSIONS, SessionScope
 from mcp_memory.pipeline.usage import reset_usage, usage_stats
 from tools import call, store
 

@@ -43,7 +43,7 @@ SUPERSEDE_PAIRS = (
 
 def format_check(base_url: str, model: str, timeout_s: float = 300.0) -> list[dict[str, Any]]:
     """What the server answers to each structured-output mode, in ladder order."""
-    from mcp_memory.llm_formats import LADDER, response_format
+    from mcp_memory.llm.formats import LADDER, response_format
 
     results = []
     with httpx.Client(timeout=timeout_s) as http:

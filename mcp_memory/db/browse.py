@@ -16,7 +16,7 @@ from typing import Any
 
 import asyncpg
 
-from mcp_memory.access import SessionScope
+from mcp_memory.access.scope import SessionScope
 from mcp_memory.db.usage import _IN_SCOPE, _scope_args
 
 __all__ = ["BrowseQueries", "MemoryKey"]

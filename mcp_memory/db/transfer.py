@@ -17,7 +17,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from mcp_memory.access import SessionScope
+from mcp_memory.access.scope import SessionScope
 from mcp_memory.db.usage import _scope_args
 
 __all__ = ["ImportRow", "TransferQueries"]

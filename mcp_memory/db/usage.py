@@ -14,7 +14,7 @@ from typing import Any
 
 import asyncpg
 
-from mcp_memory.access import SessionScope
+from mcp_memory.access.scope import SessionScope
 
 __all__ = ["UsageQueries"]
 

@@ -36,10 +36,10 @@ from starlette.routing import Route, request_response
 
 from mcp_memory.deps import Deps, Ready
 from mcp_memory.errors import Forbidden, InvalidInput, McpMemoryError, NotFound, ProviderError, RateLimited
-from mcp_memory.gate import Gate
+from mcp_memory.access.gate import Gate
 from mcp_memory.http.auth import sdk_auth
 from mcp_memory.http.page import Hardened
-from mcp_memory.llm import LlmClient
+from mcp_memory.llm.client import LlmClient
 from mcp_memory.pipeline.recall import trace
 from mcp_memory.pipeline.validate import check_session, check_text
 from mcp_memory.settings import LlmSettings, Settings

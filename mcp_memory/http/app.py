@@ -12,7 +12,7 @@ from starlette.middleware import Middleware
 
 from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError
-from mcp_memory.gate import Gate
+from mcp_memory.access.gate import Gate
 from mcp_memory.http.api import PageApi
 from mcp_memory.http.auth import OneAuthorization, sdk_auth, token_verifier
 from mcp_memory.http.page import static_routes

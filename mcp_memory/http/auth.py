@@ -3,7 +3,7 @@
 Both are the MCP SDK's ``TokenVerifier``; the SDK's bearer middleware answers 401 (with a
 ``WWW-Authenticate`` challenge) to a request whose token is missing, malformed, unknown or
 expired, before anything runs. Each verified token carries the ``Caller`` the tools check
-(``mcp_memory.gate``). OAuth discovery (RFC 9728 protected-resource metadata) is served only
+(``mcp_memory.access.gate``). OAuth discovery (RFC 9728 protected-resource metadata) is served only
 when ``[auth.oauth]`` is set: a client that finds discovery metadata ignores the bearer header
 it was configured with, so a static-token-only server must advertise none.
 """
@@ -17,8 +17,8 @@ import secrets
 from mcp.server.auth.settings import AuthSettings as SdkAuthSettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_memory.access import SessionScope
-from mcp_memory.gate import Caller, CallerToken
+from mcp_memory.access.scope import SessionScope
+from mcp_memory.access.gate import Caller, CallerToken
 from mcp_memory.http.oauth import OAuthVerifier
 from mcp_memory.settings import AuthSettings, Settings, TokenSettings
 

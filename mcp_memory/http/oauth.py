@@ -28,8 +28,8 @@ import anyio
 import httpx
 import jwt
 
-from mcp_memory.access import SessionScope
-from mcp_memory.gate import Caller, CallerToken
+from mcp_memory.access.scope import SessionScope
+from mcp_memory.access.gate import Caller, CallerToken
 from mcp_memory.settings import OAuthSettings
 
 __all__ = ["OAuthVerifier", "scope_from_claims"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp_memory.errors import ChatError, MalformedReply
-from mcp_memory.llm import LlmClient
+from mcp_memory.llm.client import LlmClient
 from mcp_memory.models import Candidate
 
 __all__ = ["ANSWER_SCHEMA", "Answer", "answer"]

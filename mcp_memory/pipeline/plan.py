@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mcp_memory.errors import ChatError, InvalidInput
-from mcp_memory.llm import LlmClient
+from mcp_memory.llm.client import LlmClient
 from mcp_memory.models import Plan, TimeWindow
 from mcp_memory.pipeline.validate import parse_occurred_at
 

@@ -8,7 +8,7 @@ internal table with what it cleared, never in a session a client can name.
 
 from __future__ import annotations
 
-from mcp_memory.access import SessionScope
+from mcp_memory.access.scope import SessionScope
 from mcp_memory.db.repository import Repository
 from mcp_memory.models import OperationUsage, UsageStats
 

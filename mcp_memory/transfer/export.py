@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from mcp_memory import __version__
-from mcp_memory.access import SessionScope
+from mcp_memory.access.scope import SessionScope
 from mcp_memory.deps import Ready
 
 __all__ = ["FORMAT", "VERSION", "export", "header"]

@@ -8,7 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
-from mcp_memory.access import SessionScope
+from mcp_memory.access.scope import SessionScope
 from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError, InvalidInput
 from mcp_memory.pipeline.validate import check_session

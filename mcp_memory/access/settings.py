@@ -15,7 +15,7 @@ __all__ = [
 
 
 def _session_patterns(patterns: list[str]) -> list[str]:
-    from mcp_memory.access import SessionScope
+    from mcp_memory.access.scope import SessionScope
 
     SessionScope.parse(patterns)  # raises ValueError naming the bad pattern
     return patterns

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 
-from mcp_memory.access import ALL_SESSIONS, SessionScope
+from mcp_memory.access.scope import ALL_SESSIONS, SessionScope
 from mcp_memory.errors import Forbidden, RateLimited
 from mcp_memory.settings import Settings
 

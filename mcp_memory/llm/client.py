@@ -3,7 +3,7 @@
 ``openai.AsyncOpenAI`` talks to any compatible server (the OpenAI API, LiteLLM, vLLM, Ollama,
 llama.cpp, llama-cpp-python, LM Studio). The client retries 429 and 5xx with exponential backoff
 (``max_retries``) and gives up after ``timeout_s``. Replies are asked for as JSON in the first
-structured-output mode the endpoint takes (``llm_formats.LADDER``: ``json_schema``, ``json_object``
+structured-output mode the endpoint takes (``formats.LADDER``: ``json_schema``, ``json_object``
 with the schema, ``json_object``, plain text): a request the endpoint refuses for its
 ``response_format`` is not retried as it is but sent once more in the next mode down, and the mode
 that answered is kept for that endpoint (base_url and model) for the life of the process. A reply
@@ -24,13 +24,13 @@ import openai
 from mcp_memory.db.repository import Repository
 from mcp_memory.errors import ChatError, MalformedReply
 from mcp_memory.observe.metrics import Metrics
-from mcp_memory.llm_formats import Mode, error_text, next_mode, parse_json_object, refuses_format, response_format
-from mcp_memory.llm_formats import start_mode
+from mcp_memory.llm.formats import Mode, error_text, next_mode, parse_json_object, refuses_format, response_format
+from mcp_memory.llm.formats import start_mode
 from mcp_memory.settings import LlmSettings
 
 __all__ = ["JsonReply", "LlmClient", "Role"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("mcp_memory.llm")  # the name it had as llm.py
 
 Role = Literal["plan", "answer", "supersede"]
 
