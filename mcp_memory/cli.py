@@ -23,6 +23,7 @@ from mcp_memory.http.auth import new_token, token_entry, token_env_line
 from mcp_memory.observe.logs import configure_logging
 from mcp_memory.settings import Settings
 from mcp_memory.stdio import serve_stdio
+from mcp_memory.transfer.run import add_transfer_commands
 
 __all__ = ["main"]
 
@@ -103,32 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     usage.add_argument("--reset", action="store_true", help="clear the totals after printing them")
     usage.add_argument("--sessions", nargs="+", default=["*"], metavar="PATTERN",
                        help="only these sessions: exact names or prefixes ending in * (default: * = all)")
-    export = commands.add_parser("export", parents=[common], help="write memories as JSON Lines (a header line, "
-                                 "then one memory a line)", description="Write memories as JSON Lines: a header "
-                                 "line, then one memory a line in storage order, streamed from the database (the "
-                                 "embedded one starts if no server runs). See README, Export and import.")
-    which = export.add_mutually_exclusive_group(required=True)
-    which.add_argument("--session", help="one session, by its exact name")
-    which.add_argument("--sessions-like", metavar="PATTERN",
-                       help="sessions by pattern: an exact name or a prefix ending in '*' (team:*)")
-    which.add_argument("--all", action="store_true", help="every session")
-    export.add_argument("-o", "--output", type=Path, default=None, help="file to write (default: stdout)")
-    load = commands.add_parser("import", parents=[common], help="read an mcp-memory export back in, or memories "
-                               "from elsewhere (idempotent)",
-                               description="Read a file written by mcp-memory export (or an MCP memory server's "
-                               "memory.jsonl, mem0's get_all JSON, or Markdown/text notes): every line is checked like "
-                               "store_memory, a bad line is reported with its number and skipped, memories keep "
-                               "their ids and times, and memories already there are skipped as duplicates. "
-                               "Progress on stderr; the summary as JSON on stdout.")
-    load.add_argument("path", type=Path, help="the .jsonl export, memory.jsonl, mem0 .json, or a folder or file of "
-                      "Markdown/text notes")
-    load.add_argument("--format", choices=["auto", "mcp-memory", "mcp-kg", "markdown", "mem0"], default="auto",
-                      help="mcp-memory (an export), mcp-kg (the MCP memory server's memory.jsonl; needs --session), "
-                      "markdown (notes: one memory per paragraph; needs --session) or mem0 (get_all JSON; user_id is "
-                      "the session unless --session); auto: detected from the name and first line (default)")
-    load.add_argument("--session", default=None, help="store every memory into this session instead of its own")
-    load.add_argument("--session-prefix", default="", metavar="P", help="put P before every target session name")
-    load.add_argument("--dry-run", action="store_true", help="check every line and count; store nothing")
+    add_transfer_commands(commands, common)
     return parser
 
 

@@ -11,7 +11,6 @@ Units are in the names: ``_s`` seconds, ``_ms`` milliseconds, ``_chars`` charact
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -27,6 +26,7 @@ from pydantic_settings import (
 from mcp_memory.access.settings import (
     AuthSettings, HttpSettings, MetricsSettings, OAuthSettings, StdioSettings, TokenSettings,
 )
+from mcp_memory.llm.settings import LlmSettings
 
 __all__ = [
     "AuthSettings",
@@ -106,31 +106,6 @@ class EmbeddingSettings(BaseModel):
     )
     chunk_tokens: int = Field(200, ge=16, description="Word pieces per chunk of a long memory (model reads 256).")
     chunk_overlap_tokens: int = Field(40, ge=0, description="Word pieces shared by neighbouring chunks.")
-
-
-class LlmSettings(BaseModel):
-    """The optional OpenAI-compatible LLM used for query planning and answers."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
-
-    base_url: str | None = Field(None, description="OpenAI-compatible endpoint; unset means no LLM is used.")
-    api_key: str | None = None
-    plan_model: str | None = Field(None, description="Model that rewrites queries; unset disables planning.")
-    answer_model: str | None = Field(None, description="Model that answers from memories; unset disables answers.")
-    supersede_model: str | None = Field(
-        None, description="Model that decides on store which older memories a new one supersedes; unset disables it."
-    )
-    timeout_s: float = Field(20.0, gt=0)
-    max_retries: int = Field(2, ge=0, description="Retries on 429 and 5xx, with exponential backoff.")
-    max_plan_queries: int = Field(4, ge=1, description="Retrieval queries the planner may add.")
-    json_schema_output: bool = Field(
-        True, description="Under structured_output 'auto': start with a JSON schema; false starts with json_object."
-    )
-    structured_output: Literal["auto", "json_schema", "json_object", "text"] = Field(
-        "auto",
-        description="The structured-output mode tried first; a mode the endpoint refuses is retried once in the next"
-        " one down (json_schema, json_object with the schema, json_object, text) and the one that answers is kept.",
-    )
 
 
 class RecallSettings(BaseModel):

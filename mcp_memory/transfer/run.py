@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 from mcp_memory.access.scope import SessionScope
 from mcp_memory.deps import Deps
@@ -16,7 +18,7 @@ from mcp_memory.settings import Settings
 from mcp_memory.transfer.export import export
 from mcp_memory.transfer.importer import import_file
 
-__all__ = ["run_export", "run_import"]
+__all__ = ["add_transfer_commands", "run_export", "run_import"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,3 +85,32 @@ async def run_import(settings: Settings, path: Path, session: str | None, prefix
     print(f"{verb} {summary.stored}, duplicates skipped {summary.duplicates}, rejected {len(summary.rejected)}, "
           f"supersessions restored {summary.supersessions}", file=sys.stderr)
     print(json.dumps(summary.as_json(), ensure_ascii=False, indent=2))
+
+def add_transfer_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    """The ``export`` and ``import`` commands' arguments, on the CLI's subparsers ``commands``."""
+    export = commands.add_parser("export", parents=[common], help="write memories as JSON Lines (a header line, "
+                                 "then one memory a line)", description="Write memories as JSON Lines: a header "
+                                 "line, then one memory a line in storage order, streamed from the database (the "
+                                 "embedded one starts if no server runs). See README, Export and import.")
+    which = export.add_mutually_exclusive_group(required=True)
+    which.add_argument("--session", help="one session, by its exact name")
+    which.add_argument("--sessions-like", metavar="PATTERN",
+                       help="sessions by pattern: an exact name or a prefix ending in '*' (team:*)")
+    which.add_argument("--all", action="store_true", help="every session")
+    export.add_argument("-o", "--output", type=Path, default=None, help="file to write (default: stdout)")
+    load = commands.add_parser("import", parents=[common], help="read an mcp-memory export back in, or memories "
+                               "from elsewhere (idempotent)",
+                               description="Read a file written by mcp-memory export (or an MCP memory server's "
+                               "memory.jsonl, mem0's get_all JSON, or Markdown/text notes): every line is checked like "
+                               "store_memory, a bad line is reported with its number and skipped, memories keep "
+                               "their ids and times, and memories already there are skipped as duplicates. "
+                               "Progress on stderr; the summary as JSON on stdout.")
+    load.add_argument("path", type=Path, help="the .jsonl export, memory.jsonl, mem0 .json, or a folder or file of "
+                      "Markdown/text notes")
+    load.add_argument("--format", choices=["auto", "mcp-memory", "mcp-kg", "markdown", "mem0"], default="auto",
+                      help="mcp-memory (an export), mcp-kg (the MCP memory server's memory.jsonl; needs --session), "
+                      "markdown (notes: one memory per paragraph; needs --session) or mem0 (get_all JSON; user_id is "
+                      "the session unless --session); auto: detected from the name and first line (default)")
+    load.add_argument("--session", default=None, help="store every memory into this session instead of its own")
+    load.add_argument("--session-prefix", default="", metavar="P", help="put P before every target session name")
+    load.add_argument("--dry-run", action="store_true", help="check every line and count; store nothing")
