@@ -216,3 +216,21 @@ async def test_an_import_through_the_database_url_is_recalled_over_mcp_by_a_serv
         http_tool, port, "recall_memory", {"session": "kg", "query": "Which languages does Alice speak?"})
     assert not error, text
     assert structured["memories"][0]["content"] == "Alice: Speaks Portuguese"
+
+
+async def test_a_note_that_links_to_a_file_outside_the_folder_is_not_imported(fresh_db, work_dir, tmp_path):
+    """A folder of notes from elsewhere (a cloned repository) may hold ``notes.md -> ~/.aws/credentials``:
+    rglob follows file links, so the secret outside the folder became a memory agents could recall.
+    Links inside the folder still count; a link out is skipped and named on stderr."""
+    outside = tmp_path / "private"
+    outside.mkdir()
+    (outside / "credentials").write_text("aws_secret_access_key = AKIAOUTSIDE\n")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "plain.md").write_text("The boat leaves at nine.\n")
+    (notes / "stolen.md").symlink_to(outside / "credentials")
+    (notes / "alias.md").symlink_to(notes / "plain.md")
+    result = await _run(work_dir, fresh_db, "import", str(notes), "--session", "linked")
+
+    assert {content for _, content in await _exported(work_dir, fresh_db)} == {"The boat leaves at nine."}
+    assert "stolen.md" in result.stderr.decode() and "AKIAOUTSIDE" not in result.stderr.decode()
