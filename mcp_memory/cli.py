@@ -48,7 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mcp-memory {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", parents=[common], help="run the MCP server (stdio by default)",
+    # allow_abbrev=False: no prefix completes to --insecure-no-auth (``serve --insecure`` served without auth)
+    serve = commands.add_parser("serve", parents=[common], allow_abbrev=False,
+                                help="run the MCP server (stdio by default)",
                                 description="Run the MCP server: stdio for desktop clients (default), or "
                                 "streamable HTTP at /mcp with a health endpoint at /health.")
     serve.add_argument("--transport", choices=["stdio", "http"], default="stdio",
@@ -80,7 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     new.add_argument("--rate-limit-per-minute", type=int, default=None, metavar="N", help="tool calls per minute")
     new.add_argument("--env", action="store_true", help="print the entry as an env file line "
                      "(MCP_MEMORY_AUTH__TOKENS='[...]', for the .env of docker-compose.yml) instead of TOML")
-    doctor = commands.add_parser("doctor", parents=[common], help="start the database and the model once, print "
+    doctor = commands.add_parser("doctor", parents=[common], allow_abbrev=False,
+                                 help="start the database and the model once, print "
                                  "what was found, check it, and exit (1 when a check fails)",
                                  description="Start the database (embedded or external) and load the embedding model "
                                  "once, print the data directory, database, model, LLM and auth, then the checks "

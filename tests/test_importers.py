@@ -218,3 +218,75 @@ async def test_an_import_through_the_database_url_is_recalled_over_mcp_by_a_serv
         http_tool, port, "recall_memory", {"session": "kg", "query": "Which languages does Alice speak?"})
     assert not error, text
     assert structured["memories"][0]["content"] == "Alice: Speaks Portuguese"
+
+
+async def test_a_note_that_links_to_a_file_outside_the_folder_is_not_imported(fresh_db, work_dir, tmp_path):
+    """A folder of notes from elsewhere (a cloned repository) may hold ``notes.md -> ~/.aws/credentials``:
+    rglob follows file links, so the secret outside the folder became a memory agents could recall.
+    Links inside the folder still count; a link out is skipped and named on stderr."""
+    outside = tmp_path / "private"
+    outside.mkdir()
+    (outside / "credentials").write_text("aws_secret_access_key = AKIAOUTSIDE\n")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "plain.md").write_text("The boat leaves at nine.\n")
+    (notes / "stolen.md").symlink_to(outside / "credentials")
+    (notes / "alias.md").symlink_to(notes / "plain.md")
+    result = await _run(work_dir, fresh_db, "import", str(notes), "--session", "linked")
+
+    assert {content for _, content in await _exported(work_dir, fresh_db)} == {"The boat leaves at nine."}
+    assert "stolen.md" in result.stderr.decode() and "AKIAOUTSIDE" not in result.stderr.decode()
+
+
+NESTED = "[" * 100_000  # deeper than Python's JSON decoder recurses
+
+
+@pytest.mark.parametrize("fmt", ["auto", "mcp-kg"])
+async def test_a_graph_line_nested_past_the_decoders_limit_is_rejected_by_number_and_the_rest_imported(
+        fresh_db, work_dir, tmp_path, fmt):
+    """Such a line raised RecursionError out of the importer: a traceback, exit 1, nothing imported."""
+    path = tmp_path / "memory.jsonl"
+    path.write_text("\n".join([
+        '{"type":"entity","name":"Bob","entityType":"person","observations":["Likes tea"]}', NESTED,
+        '{"type":"entity","name":"Ann","entityType":"person","observations":["Likes coffee"]}']))
+    summary = json.loads((await _run(work_dir, fresh_db, "import", str(path), "--format", fmt, "--session", "kg")).stdout)
+
+    assert summary["stored"] == 2 and [r["line"] for r in summary["rejected"]] == [2]
+    assert summary["rejected"][0]["reason"].startswith("not JSON")
+
+
+async def test_an_export_line_nested_past_the_decoders_limit_is_rejected_by_number(fresh_db, work_dir, tmp_path):
+    exported = (await _run(work_dir, fresh_db, "export", "--all")).stdout.decode().splitlines()
+    path = tmp_path / "export.jsonl"
+    path.write_text("\n".join([exported[0], NESTED]) + "\n")
+    summary = json.loads((await _run(work_dir, fresh_db, "import", str(path))).stdout)
+    assert summary["stored"] == 0 and [r["line"] for r in summary["rejected"]] == [2]
+
+
+@pytest.mark.parametrize("text", [NESTED, '{"results": [' + '{"a":' * 100_000 + "]}"])
+async def test_a_mem0_file_nested_past_the_decoders_limit_is_refused_in_one_line(fresh_db, work_dir, tmp_path, text):
+    path = tmp_path / "mem0.json"
+    path.write_text(text)
+    result = await _run(work_dir, fresh_db, "import", str(path), "--format", "mem0", "--session", "m", code=2)
+    assert "not a mem0 export: not JSON" in result.stderr.decode() and "Traceback" not in result.stderr.decode()
+
+
+@pytest.mark.parametrize("fmt", ["auto", "mcp-kg"])
+async def test_a_graph_saved_with_a_byte_order_mark_imports(fresh_db, work_dir, tmp_path, fmt):
+    """Editors on Windows save UTF-8 with a BOM: line 1 was rejected ('Unexpected UTF-8 BOM') and
+    ``auto`` took the file for a broken mcp-memory export (exit 2)."""
+    path = tmp_path / "memory.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + (FIXTURES / "mcp_kg" / "memory.jsonl").read_bytes())
+    summary = json.loads((await _run(work_dir, fresh_db, "import", str(path), "--format", fmt, "--session", "kg")).stdout)
+    assert summary["stored"] == len(KG_MEMORIES) and summary["rejected"] == []
+
+
+async def test_a_mem0_file_and_an_export_saved_with_a_byte_order_mark_import(fresh_db, work_dir, tmp_path):
+    mem0 = tmp_path / "mem0.json"
+    mem0.write_bytes(b"\xef\xbb\xbf" + (FIXTURES / "mem0" / "get_all.json").read_bytes())
+    first = json.loads((await _run(work_dir, fresh_db, "import", str(mem0), "--session", "m")).stdout)
+    assert first["stored"] > 0 and first["rejected"] == []
+    export = tmp_path / "export.jsonl"
+    export.write_bytes(b"\xef\xbb\xbf" + (await _run(work_dir, fresh_db, "export", "--all")).stdout)
+    again = json.loads((await _run(work_dir, fresh_db, "import", str(export))).stdout)
+    assert again["stored"] == 0 and again["duplicates"] == first["stored"] and again["rejected"] == []

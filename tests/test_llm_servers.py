@@ -278,3 +278,18 @@ async def test_a_200_that_is_not_a_chat_completion_degrades_the_call(pg_url, wor
     assert audit["answer_note"].startswith("answer model failed: the answer model")
     assert usage["calls"] == 1 and usage["errors"] == 1
 
+
+
+async def test_an_answer_nested_past_the_decoders_limit_is_an_unusable_reply_not_an_internal_error(
+        pg_url, work_dir, fake, empty_tables):
+    """A reply nested deeper than Python's JSON decoder recurses (a model looping on ``{"a":``)
+    raised RecursionError out of the recall: the caller got an internal error instead of the
+    refusal an unusable reply gives."""
+    fake.set_chat_handler(lambda body: ChatReply(content='{"answer":' * 5000))
+    async with _server(pg_url, work_dir, fake, answer_model="fake-answer") as client:
+        await store(client, "s", LOCKER)
+        result = await _recall(client)
+
+    assert result["answerable"] is False and result["memories"] == []  # what any unusable answer reply gives
+    assert result["answer"] == "Not enough memories in this session to answer this question."
+    assert len(fake.chat_requests()) == 2  # the reply and the one repair request  # the reply and the one repair request

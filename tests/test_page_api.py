@@ -7,6 +7,8 @@ directly, so "writes nothing" means no new row.
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -203,6 +205,22 @@ async def test_a_bad_parameter_gets_400_with_one_line_naming_the_field_and_the_l
     assert reply.status_code == 400
     error = reply.json()["error"]
     assert error.startswith(message) and "\n" not in error and len(error) < 200
+
+
+def _crafted(*key: object) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(key)).encode()).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("cursor", [
+    _crafted("0001-01-01T00:00:00+14:00", "0001-01-01T00:00:00+00:00", "00000000-0000-0000-0000-000000000000"),
+    _crafted("9999-12-31T23:59:59-14:00", "9999-12-31T23:59:59+00:00", "00000000-0000-0000-0000-000000000000"),
+    _crafted("2025-01-01T00:00:00+00:00", "2025-01-01T00:00:00+00:00", 5),
+])
+async def test_a_crafted_cursor_out_of_the_databases_range_gets_400_not_500(served: Served, cursor: str) -> None:
+    """A time that leaves datetime's range once in UTC, or a memory_id that is a number, passed the
+    cursor check and failed later (OverflowError, AttributeError): 500 Internal Server Error."""
+    reply = served.get("/api/memories", session=A1, cursor=cursor)
+    assert reply.status_code == 400 and reply.json()["error"].startswith("cursor: is not a cursor this page gave out")
 
 
 @pytest.mark.parametrize("path", ["/", "/page/app.js", "/api/sessions"])

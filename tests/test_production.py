@@ -204,6 +204,24 @@ def test_the_server_listens_with_auth_and_is_published_on_loopback() -> None:
     assert server["env_file"] == ".env"
 
 
+def test_nothing_in_the_compose_file_overrides_the_images_user_entrypoint_or_network() -> None:
+    """Each service holds only the keys checked here: ``user: root``, ``entrypoint: [.., "--insecure"]``
+    (argparse took it for --insecure-no-auth) or ``network_mode: host`` (the server's 0.0.0.0 on every
+    interface of the host) passed every other test of this file."""
+    services = compose()["services"]
+    assert sorted(services["postgres"]) == ["environment", "healthcheck", "image", "restart", "volumes"]
+    assert sorted(services["mcp-memory"]) == ["build", "command", "depends_on", "env_file", "environment",
+                                              "healthcheck", "image", "ports", "restart"]
+
+
+def test_serve_takes_no_abbreviation_of_insecure_no_auth(spawn: Spawner) -> None:
+    """argparse completes unique prefixes: ``serve --insecure`` (or ``--insec``) served without auth."""
+    env = server_env(spawn.data_dir("abbrev"))
+    done = subprocess.run([MCP_MEMORY, *_compose_command(free_port()), "--insecure"], capture_output=True, text=True,
+                          env=env, timeout=30, stdin=subprocess.DEVNULL, check=False)
+    assert done.returncode == 2 and "unrecognized arguments: --insecure" in done.stderr
+
+
 def test_secrets_come_from_the_env_file_and_never_from_the_compose_file() -> None:
     text = json.dumps(compose())  # what Compose reads, comments aside
     assert "AUTH__TOKENS" not in text and not re.search(r"[0-9a-f]{64}", text)  # no token, no token hash

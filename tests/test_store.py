@@ -345,6 +345,18 @@ async def test_occurred_at_outside_years_1_to_9999_in_utc_is_rejected_naming_occ
     )
 
 
+@pytest.mark.parametrize("value", ["0001-01-01T00:00:00Z", "0001-01-01T01:00:00+01:00", "9999-12-31T23:59:59.999999Z"])
+async def test_occurred_at_on_the_drivers_infinity_instants_is_rejected_naming_occurred_at(client, pg_url, value):
+    """asyncpg writes datetime.min and datetime.max (in UTC) as -infinity and infinity and reads them
+    back without a zone: the store answered occurred_at '0001-01-01T00:00:00', and every later recall
+    of the session failed as an internal error (naive and aware times compared in the vector copy)."""
+    await _assert_rejected(
+        client, pg_url, "store_memory", {"session": "s-t", "content": "boiler checked", "occurred_at": value},
+        f"occurred_at: {value!r} is PostgreSQL's -infinity or infinity once in UTC; "
+        "use a time after 0001-01-01T00:00:00Z and before 9999-12-31T23:59:59.999999Z",
+    )
+
+
 # --- sessions, metadata, importance ------------------------------------------------------------------
 
 

@@ -24,7 +24,7 @@ import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
@@ -83,12 +83,15 @@ def _key(cursor: str) -> tuple[datetime, datetime, uuid.UUID]:
         raise InvalidInput("cursor", problem)
     try:
         occurred, created, memory_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        key = (datetime.fromisoformat(occurred), datetime.fromisoformat(created), uuid.UUID(memory_id))
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
+        if not all(isinstance(part, str) for part in (occurred, created, memory_id)):
+            raise TypeError("a cursor holds three strings")
+        times = datetime.fromisoformat(occurred), datetime.fromisoformat(created)
+        if times[0].tzinfo is None or times[1].tzinfo is None:
+            raise ValueError("a cursor's times carry their offset")
+        # in UTC, as the database compares them: a time that leaves datetime's range there is refused here
+        return times[0].astimezone(UTC), times[1].astimezone(UTC), uuid.UUID(memory_id)
+    except (ValueError, TypeError, OverflowError, binascii.Error, UnicodeDecodeError):
         raise InvalidInput("cursor", problem) from None
-    if key[0].tzinfo is None or key[1].tzinfo is None:
-        raise InvalidInput("cursor", problem)
-    return key
 
 
 def _is_uuid(text: str) -> bool:

@@ -27,7 +27,8 @@ LADDER: tuple[Mode, ...] = ("json_schema", "json_object+schema", "json_object", 
 _REFUSAL_STATUSES = frozenset({400, 422, 500})
 _FORMAT_WORDS = ("response_format", "response format", "json_schema", "json schema", "json_object", "json mode",
                  "structured output")
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_OPEN_THINK = re.compile(r"<think>", re.IGNORECASE)
+_CLOSE_THINK = re.compile(r"</think>", re.IGNORECASE)
 _ERROR_CHARS = 300
 
 
@@ -107,13 +108,21 @@ def refuses_format(status: int, body: Any) -> bool:
 
 def strip_think(text: str) -> str:
     """``text`` without reasoning: ``<think>...</think>`` blocks, anything before an unopened
-    ``</think>`` (templates that open the block in the prompt), and an unclosed ``<think>`` to the end."""
-    text = _THINK.sub("", text)
-    lowered = text.lower()
-    if (end := lowered.rfind("</think>")) != -1:
-        text, lowered = text[end + len("</think>"):], lowered[end + len("</think>"):]
-    if (start := lowered.find("<think>")) != -1:
-        text = text[:start]
+    ``</think>`` (templates that open the block in the prompt), and an unclosed ``<think>`` to the end;
+    in one pass (linear in the reply's length, however many tags it holds)."""
+    kept: list[str] = []
+    position = 0
+    while (opened := _OPEN_THINK.search(text, position)) and (closed := _CLOSE_THINK.search(text, opened.end())):
+        kept.append(text[position:opened.start()])  # each block to the first close after it, in one pass
+        position = closed.end()
+    text = "".join(kept) + text[position:]
+    last_close = None
+    for last_close in _CLOSE_THINK.finditer(text):
+        pass
+    if last_close is not None:
+        text = text[last_close.end():]
+    if (opened := _OPEN_THINK.search(text)) is not None:
+        text = text[:opened.start()]
     return text.strip()
 
 
@@ -131,7 +140,7 @@ def parse_json_object(text: str, required: list[str] | tuple[str, ...] = ()) -> 
     while position != -1:
         try:
             value, end = decoder.raw_decode(cleaned, position)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # nested past the decoder's limit: not an object here
             position = cleaned.find("{", position + 1)
             continue
         if isinstance(value, dict):

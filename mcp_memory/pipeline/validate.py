@@ -202,11 +202,14 @@ def parse_occurred_at(value: str | None, now: datetime | None = None) -> datetim
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     try:
-        parsed.astimezone(UTC)  # stored as UTC: 0001-01-01T00:00+14:00 is before year 1 there
+        utc = parsed.astimezone(UTC).replace(tzinfo=None)  # stored as UTC: 0001-01-01T00:00+14:00 is before year 1 there
     except OverflowError:
         raise InvalidInput(
             "occurred_at", f"{value!r} is outside 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z once in UTC"
         ) from None
+    if utc in (datetime.min, datetime.max):  # asyncpg writes these as -infinity/infinity and reads them back naive
+        raise InvalidInput("occurred_at", f"{value!r} is PostgreSQL's -infinity or infinity once in UTC; use a time "
+                           "after 0001-01-01T00:00:00Z and before 9999-12-31T23:59:59.999999Z")
     return parsed
 
 

@@ -29,14 +29,14 @@ def detect_format(path: Path) -> str:
     """
     if path.is_dir() or path.suffix.lower() in NOTE_SUFFIXES:
         return "markdown"
-    with path.open(encoding="utf-8", errors="replace") as handle:
+    with path.open(encoding="utf-8-sig", errors="replace") as handle:  # -sig: a leading BOM is dropped
         first = next((line for line in handle if line.strip()), "")
     stripped = first.strip()
     if stripped.startswith("["):
         return "mem0"
     try:
         value = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         value = None
     if isinstance(value, dict):
         if value.get("format") == FORMAT:
@@ -45,8 +45,8 @@ def detect_format(path: Path) -> str:
             return "mcp-kg"
     if stripped.startswith("{"):
         try:
-            document = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-        except ValueError:
+            document = json.loads(path.read_text(encoding="utf-8-sig", errors="replace"))
+        except (ValueError, RecursionError):
             document = None
         if looks_like_mem0(document):
             return "mem0"

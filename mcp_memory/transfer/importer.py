@@ -61,7 +61,7 @@ class _Rate(ProgressColumn):
 def _check_header(path: Path, first: str) -> None:
     try:
         header = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ConfigError(f"{path}: line 1 is not an mcp-memory export header (written by mcp-memory export)")
@@ -191,7 +191,7 @@ def _export_entries(path: Path) -> Iterator[tuple[int, Any]]:
         ConfigError: the file is empty, not UTF-8, or its first line is not an export header.
     """
     number = 0
-    with path.open(encoding="utf-8") as handle:
+    with path.open(encoding="utf-8-sig") as handle:  # -sig: a leading BOM is dropped
         for number, raw in enumerate(_read(handle, path), 1):
             if number == 1:
                 _check_header(path, raw)
@@ -200,7 +200,7 @@ def _export_entries(path: Path) -> Iterator[tuple[int, Any]]:
             else:
                 try:
                     yield number, json.loads(raw)
-                except ValueError as exc:
+                except (ValueError, RecursionError) as exc:  # RecursionError: nested past the decoder's limit
                     yield number, ValueError(f"not JSON ({exc})")
     if number == 0:
         raise ConfigError(f"{path}: empty file; an export starts with its header line")

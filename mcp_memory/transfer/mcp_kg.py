@@ -68,7 +68,7 @@ def kg_memories(path: Path, session: str) -> Iterator[tuple[int, Any]]:
         OSError: the file cannot be read. UnicodeDecodeError: it is not UTF-8.
     """
     occurred_at = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat()
-    with path.open(encoding="utf-8") as handle:
+    with path.open(encoding="utf-8-sig") as handle:  # -sig: a leading BOM is dropped
         for number, raw in enumerate(handle, 1):
             if not raw.strip():
                 yield number, None
@@ -78,7 +78,7 @@ def kg_memories(path: Path, session: str) -> Iterator[tuple[int, Any]]:
                 if not isinstance(item, dict):
                     raise ValueError("line: must be a JSON object (an entity or a relation)")
                 made = _contents(item)
-            except json.JSONDecodeError as exc:
+            except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested past the decoder's limit
                 yield number, ValueError(f"not JSON ({exc})")
                 continue
             except ValueError as exc:

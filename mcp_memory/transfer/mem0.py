@@ -49,7 +49,7 @@ def _items(text: str) -> Iterator[tuple[int, Any]]:
     decoder = json.JSONDecoder()
     try:
         document = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested past the decoder's limit
         raise Mem0FileError(f"not JSON ({exc})") from None
     if not isinstance(document, list) and not (isinstance(document, dict) and isinstance(document.get("results"), list)):
         raise Mem0FileError("holds neither a list of memories nor an object with one under 'results'")
@@ -135,7 +135,7 @@ def mem0_memories(path: Path, session: str | None) -> Iterator[tuple[int, Any]]:
         OSError: the file cannot be read. UnicodeDecodeError: it is not UTF-8.
         Mem0FileError: it is not JSON, or holds no list of memories.
     """
-    for number, item in _items(path.read_text(encoding="utf-8")):
+    for number, item in _items(path.read_text(encoding="utf-8-sig")):
         try:
             yield number, _memory(item, session)
         except ValueError as exc:

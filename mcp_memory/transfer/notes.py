@@ -10,6 +10,7 @@ like any other paragraph.
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from collections.abc import Iterator
@@ -19,16 +20,29 @@ from typing import Any
 
 __all__ = ["NOTE_SUFFIXES", "note_paragraphs"]
 
+logger = logging.getLogger(__name__)
+
 NOTE_SUFFIXES = frozenset({".md", ".markdown", ".txt"})
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _IDS = uuid.UUID("8d3f5a52-7b0e-4f43-9a59-5f0b3c1f6e21")  # the namespace of note memory_ids
 
 
 def _files(root: Path) -> list[tuple[Path, str]]:
+    """The note files under ``root``; a link to a file outside ``root`` is skipped with a warning
+    (a folder from elsewhere may link ``notes.md`` to a secret; rglob does not enter linked folders)."""
     if root.is_file():
         return [(root, root.name)]
-    return [(file, file.relative_to(root).as_posix()) for file in sorted(root.rglob("*"))
-            if file.is_file() and file.suffix.lower() in NOTE_SUFFIXES]
+    inside = root.resolve()
+    files = []
+    for file in sorted(root.rglob("*")):
+        if not file.is_file() or file.suffix.lower() not in NOTE_SUFFIXES:
+            continue
+        name = file.relative_to(root).as_posix()
+        if not file.resolve().is_relative_to(inside):
+            logger.warning("skipping %s: it links to a file outside %s", name, root)
+            continue
+        files.append((file, name))
+    return files
 
 
 def note_paragraphs(root: Path, session: str) -> Iterator[tuple[str, dict[str, Any]]]:
