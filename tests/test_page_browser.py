@@ -6,7 +6,7 @@ one with ``[[auth.tokens]]``. Memories and audits are made through MCP; the brow
 ``chromium`` driven by Selenium through ``chromedriver``) then picks the session, pages, searches
 and opens an audit, and the test reads what is on the screen. Screenshots go to ``test-artifacts/``.
 
-Without chromium or chromedriver the tests skip, unless ``MCP_MEMORY_REQUIRE_BROWSER=1`` (``.ci/run``
+Without chromium or chromedriver the tests skip, unless ``REQUIRE_BROWSER_TESTS=1`` (``.ci/run``
 sets it), where they fail.
 """
 
@@ -67,8 +67,8 @@ def browser() -> Iterator[Any]:
     """Headless Chromium (a fresh profile, no background networking), 1100x720."""
     missing = _missing_browser()
     if missing:
-        if os.environ.get("MCP_MEMORY_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"the browser test must run here (MCP_MEMORY_REQUIRE_BROWSER=1), but {missing}")
+        if os.environ.get("REQUIRE_BROWSER_TESTS") == "1":
+            pytest.fail(f"the browser test must run here (REQUIRE_BROWSER_TESTS=1), but {missing}")
         pytest.skip(missing)
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
