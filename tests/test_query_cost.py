@@ -47,11 +47,11 @@ async def test_a_query_of_513_identifiers_at_the_length_limit_answers_within_two
 
 
 async def test_a_statement_past_statement_timeout_ms_is_a_clear_error(pg_url, tmp_path, empty_tables):
+    async with served(make_settings(pg_url, tmp_path)) as client:  # stores under the default timeout: at 20 ms
+        await _fill(client, "s")  # a store on a loaded machine could itself be stopped (seen once in CI)
     settings = make_settings(pg_url, tmp_path, statement_timeout_ms=20,
                              recall={"max_identifier_terms": 1000, "max_keyword_terms": 1000})
     async with served(settings) as client:
-        await _fill(client, "s")
-
         result = await client.call_tool("recall_memory", {"session": "s", "query": adversarial_query(4000)})
 
     assert result.is_error
