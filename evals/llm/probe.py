@@ -157,10 +157,11 @@ async def supersede_probe(client: Client) -> dict[str, Any]:
     return {"decisions": decisions, "usage": usage["operations"]}
 
 
-def write(path: Path | None, report: dict[str, Any]) -> None:
-    """Print ``report`` as JSON, and write it to ``path`` when given."""
+def write(path: Path | None, report: dict[str, Any], echo: bool = True) -> None:
+    """Print ``report`` as JSON (unless ``echo`` is false), and write it to ``path`` when given."""
     text = json.dumps(report, indent=2, ensure_ascii=False)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text + "\n", encoding="utf-8")
-    print(text)
+    if echo:
+        print(text)
