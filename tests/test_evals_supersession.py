@@ -3,7 +3,6 @@ end to end against the scripted OpenAI-compatible server answering as llama-cpp-
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 import pytest
 from fake_openai import ChatReply, FakeOpenAI
 
-from evals.llm.supersession import parse, run
+from evals.llm.supersession import parse, print_report, run
 from evals.llm.supersession_score import Slice, expected_links, parse_slices, score_pairs, seconds_summary, select
 
 SIZES = {"user:a": 4, "user:b": 3}
@@ -48,7 +47,8 @@ def test_memories_are_stored_in_time_order_per_session_and_context_comes_before_
     context, judged = select(MEMORIES, [Slice("user:b", 1), Slice("user:a", 2)])
     assert [m["id"] for m in context] == ["b1", "a1", "a2"]
     assert [m["id"] for m in judged] == ["b2", "b3", "a3", "a4"]
-    assert [m["id"] for m in select(MEMORIES, [Slice("user:b", 1), Slice("user:a", 2)], limit=3)[1]] == ["b2", "b3", "a3"]
+    limited = select(MEMORIES, [Slice("user:b", 1), Slice("user:a", 2)], limit=3)[1]
+    assert [m["id"] for m in limited] == ["b2", "b3", "a3"]
 
 
 def test_a_memory_that_supersedes_a_later_one_is_refused():
@@ -111,7 +111,8 @@ _PAIR = re.compile(r'<(new_memory|memory) id="([^"]+)" occurred_at="[^"]+">(.*?)
 
 
 def _judge(body: dict[str, Any]) -> ChatReply:
-    found = [(tag, memory_id, html.unescape(text)) for tag, memory_id, text in _PAIR.findall(body["messages"][-1]["content"])]
+    user = body["messages"][-1]["content"]
+    found = _PAIR.findall(user)
     new = next(text for tag, _, text in found if tag == "new_memory")
     chosen = [memory_id for tag, memory_id, text in found if tag == "memory" and text in PICKS[new]]
     return ChatReply(json.dumps({"superseded": chosen, "reason": "scripted"}), prompt_tokens=100, completion_tokens=20)
@@ -123,15 +124,15 @@ def cases(tmp_path: Path) -> Path:
     memories = [{"id": f"t{i}", "session": "user:test", "language": "en", "content": content,
                  "occurred_at": f"2024-0{i}-01T09:00:00+00:00"} for i, content in enumerate(contents, start=1)]
     memories[2]["supersedes"], memories[3]["supersedes"] = ["t1"], ["t2"]
-    question = {"id": "q001", "session": "user:test", "kind": "update", "language": "en", "query": "Where does Alice live?",
-                "expected_answer": "Lisbon", "evidence": ["t3"], "superseded": ["t1"]}
+    question = {"id": "q001", "session": "user:test", "kind": "update", "language": "en",
+                "query": "Where does Alice live?", "expected_answer": "Lisbon", "evidence": ["t3"], "superseded": ["t1"]}
     path = tmp_path / "cases.json"
     path.write_text(json.dumps({"memories": memories, "questions": [question]}), encoding="utf-8")
     return path
 
 
 @pytest.mark.anyio
-async def test_a_run_scores_the_models_pairs_and_times_each_store(cases, pg_url, work_dir, empty_tables):
+async def test_a_run_scores_the_models_pairs_and_times_each_store(cases, pg_url, work_dir, empty_tables, capsys):
     with FakeOpenAI(profile="llama-cpp-python") as fake:
         fake.set_chat_handler(_judge)
         args = parse(["--judge-url", fake.base_url, "--judge-model", "local-0.5b", "--sessions", "user:test@1",
@@ -155,5 +156,12 @@ async def test_a_run_scores_the_models_pairs_and_times_each_store(cases, pg_url,
         3, 0, {"json_object+schema": 3}, {"json_schema": 1})
     assert model["usage"] == {"calls": 4, "errors": 1, "prompt_tokens": 300, "cached_prompt_tokens": 0,
                               "completion_tokens": 60, "reasoning_tokens": 0}
-    assert report["questions"]["update"]["n"] == 1
+    without, with_model = report["questions_without_model"]["update"], report["questions"]["update"]
+    assert (without["n"], without["recall_hit_rate"], without["superseded_returned_rate"]) == (1, 1.0, 1.0)
+    assert (with_model["n"], with_model["recall_hit_rate"], with_model["superseded_returned_rate"]) == (1, 1.0, 0.0)
     assert report["questions"]["supersession"]["newer_first"] == 1.0
+    print_report(report)
+    printed = capsys.readouterr().out
+    assert "| 2 | 2 | 1 | 0 | 1 | 50.0 | 50.0 | 2 | 50.0 |" in printed
+    assert "model calls: 4 (1 errors) for 3 stores asked (0 failed)" in printed
+    assert "with the model: 1 update questions, newer first 100.0, recall hit 100.0" in printed

@@ -6,12 +6,15 @@ OpenAI-compatible endpoint (``--judge-url``, ``--judge-model``; ``timeout_s`` 60
 retries), one store at a time so that seconds per store mean something on a single-threaded local
 model server. The ``name@N`` context memories are stored first by a server without the model;
 each judged store is timed and its ``supersede`` audit row read (``list_audits``, limit 1). Then
-the sessions' questions are asked as ``evals.mixed`` asks them (skipped with ``--limit``).
+the sessions' questions are asked as ``evals.mixed`` asks them. Before all that, the same sessions
+are stored whole without the model and their questions asked, as the baseline. ``--limit`` (a
+smoke test) skips the baseline and the questions.
 
 Prints a short table and writes a JSON report: the expected and marked pairs, precision and
 recall (``score_pairs``), false positives and misses with their contents, seconds per store split
 into stores where the model was asked and not, model calls, the structured-output modes that
-answered, ``usage_stats`` of ``supersede`` over the run, and the update-question figures.
+answered, ``usage_stats`` of ``supersede`` over the judged stores, and the update-question figures
+with and without the model.
 
 Failure policy: a tool error raises ``McpToolError`` and ends the run; a failed model call does
 not (the server stores the memory and its audit says why; it is counted under ``failed``).
@@ -37,7 +40,7 @@ from mcp import Client
 from evals.args import bounded_int
 from evals.mcp_retriever import McpToolError, redact, source_fingerprint
 from evals.mixed import DEFAULT_CASES, REPO_ROOT, call, evaluate
-from evals.mixed_configs import Config
+from evals.mixed_configs import CONFIGS, Config
 from evals.llm.supersession_score import expected_links, parse_slices, score_pairs, seconds_summary, select
 
 __all__ = ["build_parser", "main", "parse", "run"]
@@ -85,7 +88,8 @@ async def judge_stores(client: Client, judged: Sequence[dict[str, Any]], ids: di
             latest = listed["audits"][0]["detail"] if listed["audits"] else {}
             audit = latest if latest.get("memory_id") == memory_id else None
         rows.append({"id": memory["id"], "session": memory["session"], "seconds": round(seconds, 3),
-                     "deduplicated": bool(stored.get("deduplicated")), "superseded": list(stored.get("superseded") or []),
+                     "deduplicated": bool(stored.get("deduplicated")),
+                     "superseded": list(stored.get("superseded") or []),
                      "asked": bool(audit and audit.get("candidates")), "audit": audit})
         logger.info("store %d/%d %s in %.1f s: %d candidate(s), %d superseded", number, len(judged), memory["id"],
                     seconds, len((audit or {}).get("candidates") or []), len(rows[-1]["superseded"]))
@@ -113,7 +117,8 @@ def summarize(memories: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]
                  "new_content": by_case[new]["content"][:80]} for old, new in pairs]
 
     figures["false_positives"] = described(figures["false_positives"])
-    figures["missed"] = [{**item, "shown": (item["old"], item["new"]) in shown} for item in described(figures["missed"])]
+    figures["missed"] = [{**item, "shown": (item["old"], item["new"]) in shown}
+                         for item in described(figures["missed"])]
     audits = [row["audit"] for row in rows if row["audit"]]
     failed = [a for a in audits if a.get("candidates") and str(a.get("note") or "").startswith("supersede model")]
     return {
@@ -135,20 +140,42 @@ def summarize(memories: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]
     }
 
 
+async def _empty(client: Client, sessions: Sequence[str]) -> None:
+    for session in sessions:
+        await call(client, "delete_memory", {"session": session, "all": True, "confirm": session})
+
+
+async def _questions(client: Client, server: dict[str, Any], cases: dict[str, Any], names: Sequence[str],
+                     ids: dict[str, str], config: Config, args: argparse.Namespace) -> dict[str, Any]:
+    """The chosen sessions' questions asked as ``evals.mixed`` asks them: the update and overall figures."""
+    chosen = {"memories": [m for m in cases["memories"] if m["session"] in names],
+              "questions": [q for q in cases["questions"] if q["session"] in names]}
+    stored = {"ids": ids, "deleted": 0, "deduplicated": 0, "shared_ids": [], "marked": 0, "expected": 0,
+              "extra_marks": 0}
+    asked = await evaluate(client, server, chosen, config, args, None, stored)
+    figures = {k: v for k, v in asked["supersession"].items() if k not in ("marked", "expected", "extra_marks")}
+    return {"supersession": figures, "update": asked["summary"].get("kind:update"), "all": asked["summary"]["all"]}
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Store the context, then the judged memories with the model, ask the questions; the report."""
+    """Without ``--limit``, store the sessions whole without the model and ask their questions (the
+    baseline); then store the context, the judged memories with the model, and ask again. The report."""
     cases = json.loads(args.cases.read_text(encoding="utf-8"))
     memories = cases["memories"]
     context, judged = select(memories, args.slices, args.limit)
     names = [s.session for s in args.slices]
     ids: dict[str, str] = {}
-    started = time.perf_counter()
-    async with served(args, judged=False) as (client, _):
-        for session in names:
-            await call(client, "delete_memory", {"session": session, "all": True, "confirm": session})
+    baseline: dict[str, Any] | None = None
+    async with served(args, judged=False) as (client, plain):
+        if args.limit is None:
+            await _empty(client, names)
+            whole = {m["id"]: str((await _store(client, m))["memory_id"]) for m in [*context, *judged]}
+            baseline = await _questions(client, plain, cases, names, whole, CONFIGS["plain"], args)
+        started = time.perf_counter()
+        await _empty(client, names)
         for memory in context:
             ids[memory["id"]] = str((await _store(client, memory))["memory_id"])
-    context_s = time.perf_counter() - started
+        context_s = time.perf_counter() - started
     logger.info("context: %d memories stored without the model in %.1f s", len(context), context_s)
     async with served(args, judged=True) as (client, server):
         before = _usage(await call(client, "usage_stats", {}))
@@ -156,20 +183,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         rows = await judge_stores(client, judged, ids)
         judged_s = time.perf_counter() - started
         after = _usage(await call(client, "usage_stats", {}))
-        usage = {key: after[key] - before[key] for key in after}
-        report = summarize(memories, rows, ids, usage)
-        if args.limit is None:
-            chosen = {"memories": [m for m in memories if m["session"] in names],
-                      "questions": [q for q in cases["questions"] if q["session"] in names]}
-            stored = {"ids": ids, "deleted": 0, "deduplicated": report["deduplicated"], "shared_ids": [],
-                      "marked": report["pairs"]["true_positives"], "expected": report["pairs"]["expected"],
-                      "extra_marks": report["pairs"]["marked"] - report["pairs"]["true_positives"]}
-            asked = await evaluate(client, server, chosen, REAL, args, None, stored)
-            report["questions"] = {"supersession": asked["supersession"], "update": asked["summary"].get("kind:update"),
-                                   "all": asked["summary"]["all"]}
+        report = summarize(memories, rows, ids, {key: after[key] - before[key] for key in after})
+        if baseline is not None:
+            report["questions"] = await _questions(client, server, cases, names, ids, REAL, args)
+            report["questions_without_model"] = baseline
     return {"suite": "mixed", "date": datetime.now(UTC).isoformat(timespec="seconds"), "command": " ".join(sys.argv),
             "cases": str(args.cases), "sessions": [f"{s.session}@{s.context}" for s in args.slices],
-            "limit": args.limit, "judge": {"url": args.judge_url, "model": args.judge_model, "timeout_s": args.timeout_s},
+            "limit": args.limit,
+            "judge": {"url": args.judge_url, "model": args.judge_model, "timeout_s": args.timeout_s},
             "server": server, "context": {"stores": len(context), "seconds": round(context_s, 1)},
             "judged_seconds": round(judged_s, 1), **report, "per_store": rows}
 
@@ -193,13 +214,16 @@ def print_report(report: dict[str, Any]) -> None:
     print("|---|---|---|---|---|")
     for name, row in report["seconds_per_store"].items():
         print(f"| {name} | {row['n']} | {row['mean']} | {row['p50']} | {row['p95']} |")
-    print(f"model calls: {model['usage']['calls']} ({model['usage']['errors']} errors) for {model['asked']} stores asked "
+    print(f"model calls: {model['usage']['calls']} ({model['usage']['errors']} errors) "
+          f"for {model['asked']} stores asked "
           f"({model['failed']} failed); modes {model['modes']}; fallbacks {model['fallbacks']}; tokens prompt "
           f"{model['usage']['prompt_tokens']}, completion {model['usage']['completion_tokens']}")
-    if "questions" in report:
-        figures, update = report["questions"]["supersession"], report["questions"]["update"] or {}
-        print(f"update questions: {update.get('n', 0)}, newer first {pct(figures['newer_first'])}, "
-              f"recall hit {pct(update.get('recall_hit_rate'))}; historical found {pct(figures['history_found'])}")
+    for key, name in (("questions_without_model", "without the model"), ("questions", "with the model")):
+        if key in report:
+            figures, update = report[key]["supersession"], report[key]["update"] or {}
+            print(f"{name}: {update.get('n', 0)} update questions, newer first {pct(figures['newer_first'])}, "
+                  f"recall hit {pct(update.get('recall_hit_rate'))}; historical found {pct(figures['history_found'])}; "
+                  f"all questions recall hit {pct(report[key]['all']['recall_hit_rate'])}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -215,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp/mixed-supersede"), help="embedded PostgreSQL dir")
     parser.add_argument("--database-url", default=None, help="external PostgreSQL instead")
     parser.add_argument("--top-k", type=bounded_int(1, 100), default=10)
-    parser.add_argument("--report", type=Path, default=None, help="JSON path; default evals/reports/supersession-<UTC>.json")
+    parser.add_argument("--report", type=Path, default=None,
+                        help="JSON path; default evals/reports/supersession-<UTC>.json")
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -249,7 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger.error("%s", exc)
         return 1
     print_report(report)
-    path: Path = args.report or REPO_ROOT / "evals" / "reports" / f"supersession-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.json"
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    path: Path = args.report or REPO_ROOT / "evals" / "reports" / f"supersession-{stamp}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     logger.info("wrote %s", path)
