@@ -165,3 +165,15 @@ async def test_a_run_scores_the_models_pairs_and_times_each_store(cases, pg_url,
     assert "| 2 | 2 | 1 | 0 | 1 | 50.0 | 50.0 | 2 | 50.0 |" in printed
     assert "model calls: 4 (1 errors) for 3 stores asked (0 failed)" in printed
     assert "with the model: 1 update questions, newer first 100.0, recall hit 100.0" in printed
+
+
+@pytest.mark.anyio
+async def test_a_limited_run_stops_after_the_limit_and_asks_no_questions(cases, pg_url, work_dir, empty_tables):
+    with FakeOpenAI(profile="llama-cpp-python") as fake:
+        fake.set_chat_handler(_judge)
+        args = parse(["--judge-url", fake.base_url, "--judge-model", "local-0.5b", "--sessions", "user:test@1",
+                      "--limit", "2", "--cases", str(cases), "--database-url", pg_url, "--data-dir", str(work_dir)])
+        report = await run(args)
+    assert [row["id"] for row in report["per_store"]] == ["t2", "t3"]
+    assert (report["pairs"]["expected"], report["pairs"]["true_positives"], report["pairs"]["precision"]) == (1, 1, 1.0)
+    assert "questions" not in report and "questions_without_model" not in report
