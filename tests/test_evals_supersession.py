@@ -12,7 +12,7 @@ import pytest
 from fake_openai import ChatReply, FakeOpenAI
 
 from evals.llm.supersession import parse, print_report, run
-from evals.llm.supersession_score import Slice, expected_links, parse_slices, score_pairs, seconds_summary, select
+from evals.llm.supersession_score import Slice, expected_links, parse_slices, score_pairs, distribution, select
 
 SIZES = {"user:a": 4, "user:b": 3}
 
@@ -77,9 +77,9 @@ def test_nothing_marked_and_nothing_expected_give_no_ratio_rather_than_zero():
     assert (figures["precision"], figures["recall"], figures["recall_of_shown"]) == (None, None, None)
 
 
-def test_seconds_are_summarised_as_mean_median_and_nearest_rank_p95():
-    assert seconds_summary([4.0, 1.0, 2.0, 3.0]) == {"n": 4, "mean": 2.5, "p50": 2.5, "p95": 3.0}
-    assert seconds_summary([]) == {"n": 0, "mean": None, "p50": None, "p95": None}
+def test_durations_are_summarised_as_mean_median_and_nearest_rank_p95():
+    assert distribution([4.0, 1.0, 2.0, 3.0]) == {"n": 4, "mean": 2.5, "p50": 2.5, "p95": 3.0}
+    assert distribution([]) == {"n": 0, "mean": None, "p50": None, "p95": None}
 
 
 @pytest.mark.parametrize(("extra", "message"), [
@@ -125,7 +125,8 @@ def cases(tmp_path: Path) -> Path:
                  "occurred_at": f"2024-0{i}-01T09:00:00+00:00"} for i, content in enumerate(contents, start=1)]
     memories[2]["supersedes"], memories[3]["supersedes"] = ["t1"], ["t2"]
     question = {"id": "q001", "session": "user:test", "kind": "update", "language": "en",
-                "query": "Where does Alice live?", "expected_answer": "Lisbon", "evidence": ["t3"], "superseded": ["t1"]}
+                "query": "Where does Alice live?", "expected_answer": "Lisbon", "evidence": ["t3"],
+                "superseded": ["t1"]}
     path = tmp_path / "cases.json"
     path.write_text(json.dumps({"memories": memories, "questions": [question]}), encoding="utf-8")
     return path

@@ -41,7 +41,7 @@ from evals.args import bounded_int
 from evals.mcp_retriever import McpToolError, redact, source_fingerprint
 from evals.mixed import DEFAULT_CASES, REPO_ROOT, call, evaluate
 from evals.mixed_configs import CONFIGS, Config
-from evals.llm.supersession_score import expected_links, parse_slices, score_pairs, seconds_summary, select
+from evals.llm.supersession_score import expected_links, parse_slices, score_pairs, distribution, select
 
 __all__ = ["build_parser", "main", "parse", "run"]
 
@@ -125,9 +125,9 @@ def summarize(memories: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]
         "stores": len(rows), "deduplicated": sum(row["deduplicated"] for row in rows),
         "audit_missing": sum(row["audit"] is None and not row["deduplicated"] for row in rows),
         "pairs": figures,
-        "seconds_per_store": {"all": seconds_summary([row["seconds"] for row in rows]),
-                              "asked": seconds_summary([row["seconds"] for row in rows if row["asked"]]),
-                              "not_asked": seconds_summary([row["seconds"] for row in rows if not row["asked"]])},
+        "seconds_per_store": {"all": distribution([row["seconds"] for row in rows]),
+                              "asked": distribution([row["seconds"] for row in rows if row["asked"]]),
+                              "not_asked": distribution([row["seconds"] for row in rows if not row["asked"]])},
         "model": {"asked": sum(row["asked"] for row in rows), "failed": len(failed),
                   "candidates_mean": round(sum(len(a["candidates"]) for a in audits if a.get("candidates"))
                                            / max(1, sum(row["asked"] for row in rows)), 2),
@@ -135,7 +135,7 @@ def summarize(memories: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]
                   "fallbacks": dict(Counter(f.split(" ", 1)[0] for a in audits for f in a.get("fallbacks") or [])),
                   "fallback_reasons": sorted({f[:200] for a in audits for f in a.get("fallbacks") or []}),
                   "notes": dict(Counter(str(a["note"])[:60] for a in audits if a.get("note"))),
-                  "latency_ms": seconds_summary([a["latency_ms"] for a in audits if a.get("candidates")]),
+                  "latency_ms": distribution([a["latency_ms"] for a in audits if a.get("candidates")]),
                   "usage": usage},
     }
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-__all__ = ["Slice", "expected_links", "parse_slices", "score_pairs", "select", "seconds_summary"]
+__all__ = ["Slice", "distribution", "expected_links", "parse_slices", "score_pairs", "select"]
 
 Pair = tuple[str, str]  # (older case id, newer case id)
 
@@ -145,11 +145,11 @@ def score_pairs(direct: set[Pair], implied: set[Pair], marked: set[Pair],
     return figures
 
 
-def seconds_summary(seconds: Sequence[float]) -> dict[str, float | int | None]:
-    """``n``, ``mean``, ``p50`` and ``p95`` (nearest rank below, as ``evals.mixed``) of durations in seconds."""
-    if not seconds:
+def distribution(values: Sequence[float]) -> dict[str, float | int | None]:
+    """``n``, ``mean``, ``p50`` and ``p95`` (nearest rank below, as ``evals.mixed``) of durations, in their unit."""
+    if not values:
         return {"n": 0, "mean": None, "p50": None, "p95": None}
-    ordered = sorted(seconds)
+    ordered = sorted(values)
     middle = len(ordered) // 2
     p50 = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
     return {"n": len(ordered), "mean": round(sum(ordered) / len(ordered), 3), "p50": round(p50, 3),
