@@ -12,7 +12,7 @@ import pytest
 from fake_openai import ChatReply, FakeOpenAI
 
 from evals.llm.supersession import parse, print_report, run
-from evals.llm.supersession_score import Slice, expected_links, parse_slices, score_pairs, distribution, select
+from evals.llm.supersession_score import Slice, distribution, expected_links, parse_slices, score_pairs, select
 
 SIZES = {"user:a": 4, "user:b": 3}
 

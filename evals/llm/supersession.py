@@ -38,10 +38,10 @@ import anyio
 from mcp import Client
 
 from evals.args import bounded_int
+from evals.llm.supersession_score import distribution, expected_links, parse_slices, score_pairs, select
 from evals.mcp_retriever import McpToolError, redact, source_fingerprint
 from evals.mixed import DEFAULT_CASES, REPO_ROOT, call, evaluate
 from evals.mixed_configs import CONFIGS, Config
-from evals.llm.supersession_score import expected_links, parse_slices, score_pairs, distribution, select
 
 __all__ = ["build_parser", "main", "parse", "run"]
 
