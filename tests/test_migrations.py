@@ -126,3 +126,39 @@ async def test_migration_011_moves_usage_resets_out_of_the_client_session_and_ke
     assert [(list(row["scope"]), row["cleared"]) for row in resets] == [(["*"], '[{"calls": 3, "operation": "answer"}]')]
     assert [tuple(row) for row in usage] == [("", "plan", 4, 40)]
     assert "(session, operation, model)" in key
+
+
+async def test_migration_012_gives_memories_stored_at_infinity_the_time_they_were_stored(pg_url):
+    """Before the store refused them, asyncpg's datetime.min and datetime.max were written as -infinity
+    and infinity and read back without a zone, and every recall of the session failed; 012 replaces
+    them with created_at and leaves finite times alone."""
+    async with database_at(pg_url, 11) as url:
+        connection = await asyncpg.connect(url)
+        try:
+            ids = [uuid.uuid4() for _ in range(3)]
+            for number, (memory_id, occurred_at) in enumerate(zip(ids, ("-infinity", "infinity", "2024-05-01T10:00:00Z"))):
+                await connection.execute(
+                    "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, created_at, embedding,"
+                    " embedding_model) VALUES ('s', $1, $2, $3, $4::text::timestamptz, $5::text::timestamptz,"
+                    " $6::real[]::vector, 'm')",
+                    memory_id, f"memory {number}", bytes([number]), occurred_at, f"2025-01-0{number + 1}T08:00:00Z",
+                    [1.0] + [0.0] * 383,
+                )
+            version_before = await connection.fetchval("SELECT version FROM memory_stats WHERE session = 's'")
+        finally:
+            await connection.close()
+
+        await migrations.migrate(url, "m", 384)
+
+        connection = await asyncpg.connect(url)
+        try:
+            times = await connection.fetch(
+                "SELECT memory_id, to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') AS at FROM memories"
+            )
+            version_after = await connection.fetchval("SELECT version FROM memory_stats WHERE session = 's'")
+        finally:
+            await connection.close()
+    assert {row["memory_id"]: row["at"] for row in times} == {
+        ids[0]: "2025-01-01 08:00", ids[1]: "2025-01-02 08:00", ids[2]: "2024-05-01 10:00"
+    }
+    assert version_after != version_before  # in-memory copies of the session are rebuilt
