@@ -26,9 +26,11 @@ from types import TracebackType
 from typing import Any
 
 try:
-    from fake_profiles import PROFILES, openai_error, refusal_body, request_mode, usage_body, with_think
+    from fake_profiles import (MAX_TOKENS_REFUSAL, PROFILES, openai_error, refusal_body, request_mode, usage_body,
+                               with_think)
 except ImportError:  # tests/ imported as a package
-    from tests.fake_profiles import PROFILES, openai_error, refusal_body, request_mode, usage_body, with_think
+    from tests.fake_profiles import (MAX_TOKENS_REFUSAL, PROFILES, openai_error, refusal_body, request_mode, usage_body,
+                                     with_think)
 
 @dataclass
 class ChatReply:
@@ -44,6 +46,7 @@ class ChatReply:
         reasoning_tokens: ``usage.completion_tokens_details.reasoning_tokens``.
         model: The ``model`` field of the response.
         raw_body: If set, the whole 200 response body, sent as it is (a broken server or proxy).
+        finish_reason: ``choices[0].finish_reason``; ``length`` is a reply cut at ``max_tokens``.
     """
 
     content: str = ""
@@ -55,6 +58,7 @@ class ChatReply:
     reasoning_tokens: int = 0
     model: str = "fake-chat"
     raw_body: str | None = None
+    finish_reason: str = "stop"
 
 
 @dataclass
@@ -185,6 +189,9 @@ class FakeOpenAI:
         profile = PROFILES[self.profile]
         if request_mode(body) in profile.refuses:  # refused before any reply is generated or popped
             return profile.refusal_status, refusal_body(profile, body)
+        if profile.refuses_max_tokens and "max_tokens" in body:
+            return 400, {"error": {"message": MAX_TOKENS_REFUSAL, "type": "invalid_request_error",
+                                   "param": "max_tokens", "code": "unsupported_parameter"}}
         with self._lock:
             reply = self._queue.popleft() if self._queue else None
         if reply is None and self._chat_handler is not None:
@@ -203,7 +210,7 @@ class FakeOpenAI:
         completion: dict[str, Any] = {
             "id": f"chatcmpl-fake-{len(self.requests)}", "object": "chat.completion",
             "created": int(time.time()), "model": reply.model,
-            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+            "choices": [{"index": 0, "finish_reason": reply.finish_reason, "logprobs": None,
                          "message": {"role": "assistant", "content": with_think(profile, reply.content)}}],
         }
         usage = usage_body(profile, reply.prompt_tokens, reply.completion_tokens, reply.cached_tokens,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PROFILES", "Profile", "openai_error", "refusal_body", "request_mode", "usage_body", "with_think"]
+__all__ = ["MAX_TOKENS_REFUSAL", "PROFILES", "Profile", "openai_error", "refusal_body", "request_mode", "usage_body", "with_think"]
 
 ErrorBody = Callable[[int, str], Any]  # (status, message) -> a JSON value, or a str sent as text/plain
 _OPENAI_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
@@ -78,6 +78,8 @@ class Profile:
         think: ``tagged`` puts a ``<think>...</think>`` block (with braces in it) before the
             content; ``unopened`` puts reasoning and a closing ``</think>`` only (templates that
             open the block in the prompt); None leaves the content as scripted.
+        refuses_max_tokens: a request carrying ``max_tokens`` is answered with OpenAI's HTTP 400
+            for reasoning models, which names ``max_completion_tokens``.
     """
 
     refuses: frozenset[str] = frozenset()
@@ -86,7 +88,11 @@ class Profile:
     error: ErrorBody = openai_error
     usage: str = "details"
     think: str | None = None
+    refuses_max_tokens: bool = False
 
+
+MAX_TOKENS_REFUSAL = ("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                      "Use 'max_completion_tokens' instead.")
 
 _STRUCTURED = frozenset({"json_schema", "json_object+schema", "json_object"})
 
@@ -137,6 +143,8 @@ PROFILES: dict[str, Profile] = {
     ),
     # Reasoning models (DeepSeek-R1, Qwen3) served with their reasoning in the content.
     "think-blocks": Profile(think="tagged"),
+    # OpenAI's reasoning models (o1, o3, ...): max_tokens refused with HTTP 400, max_completion_tokens taken.
+    "openai-reasoning": Profile(refuses_max_tokens=True),
     "think-unopened": Profile(think="unopened"),
     # Servers that send no usage, or the details as null.
     "no-usage": Profile(usage="none"),

@@ -293,3 +293,54 @@ async def test_an_answer_nested_past_the_decoders_limit_is_an_unusable_reply_not
     assert result["answerable"] is False and result["memories"] == []  # what any unusable answer reply gives
     assert result["answer"] == "Not enough memories in this session to answer this question."
     assert len(fake.chat_requests()) == 2  # the reply and the one repair request  # the reply and the one repair request
+
+
+async def test_every_request_caps_the_reply_at_max_output_tokens(pg_url, work_dir, fake, empty_tables):
+    fake.set_chat_handler(_by_role)
+    async with _server(pg_url, work_dir, fake, plan_model="fake-plan", answer_model="fake-answer",
+                       max_output_tokens=300) as client:
+        await store(client, "s", LOCKER)
+        assert (await _recall(client))["answer"] == "4417"
+
+    assert [(r.body["model"], r.body.get("max_tokens")) for r in fake.chat_requests()] == [
+        ("fake-plan", 300), ("fake-answer", 300)]
+
+
+async def test_a_reply_cut_at_the_cap_is_given_up_without_a_repair_request(pg_url, work_dir, fake, empty_tables):
+    """Qwen2.5-0.5B behind llama-cpp-python, in json_object mode, once wrote spaces inside its JSON until
+    the 4,096-token context was full (4.5 minutes at 15 tokens/s); a repair request would do it again."""
+    fake.profile = "llama-cpp-python"
+    fake.set_chat_handler(lambda body: ChatReply(content='{"answerable": true, "answer":' + " " * 500,
+                                                 finish_reason="length"))
+    async with _server(pg_url, work_dir, fake, answer_model="fake-answer") as client:
+        await store(client, "s", LOCKER)
+        result = await _recall(client)
+        audit = await _audit(client)
+
+    assert (result["answer"], result["memories"], result["answerable"]) == (
+        "Not enough memories in this session to answer this question.", [], False)
+    assert _modes(fake) == ["json_schema", "json_object+schema"]  # the refusal, then the one cut reply
+    assert audit["answer_note"].startswith(
+        "answer model reply unusable: the answer model's reply was cut at llm.max_output_tokens (1024) and is not JSON")
+
+
+async def test_an_endpoint_that_refuses_max_tokens_is_asked_with_max_completion_tokens_which_is_then_kept(
+    pg_url, work_dir, fake, empty_tables
+):
+    fake.profile = "openai-reasoning"
+    fake.set_chat_handler(_by_role)
+    async with _server(pg_url, work_dir, fake, answer_model="fake-answer", max_retries=2) as client:
+        await store(client, "s", LOCKER)
+        first = await _recall(client)
+        first_audit = await _audit(client)
+        second = await _recall(client)
+        second_audit = await _audit(client)
+        usage = (await _usage(client))["answer"]
+
+    assert first["answer"] == second["answer"] == "4417"
+    sent = [{k: r.body[k] for k in ("max_tokens", "max_completion_tokens") if k in r.body} for r in fake.chat_requests()]
+    assert sent == [{"max_tokens": 1024}, {"max_completion_tokens": 1024}, {"max_completion_tokens": 1024}]
+    [fallback] = first_audit["llm_fallbacks"]
+    assert fallback.startswith("answer: max_tokens refused (HTTP 400: Unsupported parameter: 'max_tokens'")
+    assert second_audit["llm_fallbacks"] == [] and second_audit["llm_modes"] == {"answer": "json_schema"}
+    assert (usage["calls"], usage["errors"]) == (3, 1)

@@ -6,8 +6,11 @@ llama.cpp, llama-cpp-python, LM Studio). The client retries 429 and 5xx with exp
 structured-output mode the endpoint takes (``formats.LADDER``: ``json_schema``, ``json_object``
 with the schema, ``json_object``, plain text): a request the endpoint refuses for its
 ``response_format`` is not retried as it is but sent once more in the next mode down, and the mode
-that answered is kept for that endpoint (base_url and model) for the life of the process. A reply
-that does not parse gets one repair attempt. Reasoning models' ``<think>...</think>`` blocks are
+that answered is kept for that endpoint (base_url and model) for the life of the process. Every
+request caps the reply at ``max_output_tokens``, as ``max_tokens``; an endpoint that refuses
+``max_tokens`` and names ``max_completion_tokens`` (OpenAI's reasoning models) gets the request once
+more with that field, which is then kept for it. A reply that does not parse gets one repair
+attempt, unless it was cut at the cap (``finish_reason`` ``length``): that is given up at once. Reasoning models' ``<think>...</think>`` blocks are
 stripped before parsing. Token usage of every call, a refused one included (as a call with an
 error), is added to the ``llm_usage`` table under the session it served.
 """
@@ -100,6 +103,13 @@ def _usage_counts(usage: Any) -> dict[str, int]:
     return counts
 
 
+class _TokenFieldRefused(Exception):
+    """The endpoint refused ``max_tokens`` and asked for ``max_completion_tokens``."""
+
+
+TokenField = Literal["max_tokens", "max_completion_tokens"]
+
+
 class LlmClient:
     """Chat completions for the ``plan``, ``answer`` and ``supersede`` roles, with usage accounting."""
 
@@ -110,6 +120,7 @@ class LlmClient:
         self._client: openai.AsyncOpenAI | None = None
         self._start: Mode = start_mode(settings.structured_output, settings.json_schema_output)
         self._modes: dict[tuple[str, str], Mode] = {}  # (base_url, model) -> the mode that last answered
+        self._token_fields: dict[tuple[str, str], TokenField] = {}  # endpoints that refused max_tokens
         if settings.base_url:
             self._client = _OpenAI(
                 base_url=settings.base_url,
@@ -157,16 +168,19 @@ class LlmClient:
         messages: list[dict[str, str]] = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         required = schema.get("required", ())
         fallbacks: list[str] = []
-        text, mode = await self._ask(session, role, model, messages, schema_name, schema, fallbacks)
+        text, mode, cut = await self._ask(session, role, model, messages, schema_name, schema, fallbacks)
         try:
             return JsonReply(parse_json_object(text, required), mode, fallbacks)
         except (ValueError, json.JSONDecodeError) as first:
+            if cut:  # a model that ran to the cap (often whitespace inside the JSON) would run to it again
+                raise MalformedReply(f"the {role} model's reply was cut at llm.max_output_tokens "
+                                     f"({self._settings.max_output_tokens}) and is not JSON: {first}") from first
             logger.info("%s reply was not JSON (%s); asking once for a repair", role, first)
         messages += [
             {"role": "assistant", "content": text},
             {"role": "user", "content": "That was not a valid JSON object. Reply with only the JSON object."},
         ]
-        repaired, mode = await self._ask(session, role, model, messages, schema_name, schema, fallbacks)
+        repaired, mode, _ = await self._ask(session, role, model, messages, schema_name, schema, fallbacks)
         try:
             return JsonReply(parse_json_object(repaired, required), mode, fallbacks)
         except (ValueError, json.JSONDecodeError) as exc:
@@ -175,13 +189,21 @@ class LlmClient:
     async def _ask(
         self, session: str, role: Role, model: str, messages: list[dict[str, str]], schema_name: str,
         schema: dict[str, Any], fallbacks: list[str],
-    ) -> tuple[str, Mode]:
-        """One reply's text and the mode that answered, stepping down once per refused mode."""
+    ) -> tuple[str, Mode, bool]:
+        """One reply's text, the mode that answered and whether the reply was cut at the token cap;
+        steps down once per refused mode, and switches once to ``max_completion_tokens``."""
         endpoint = (self._settings.base_url or "", model)
         mode = self.mode_for(model)
         while True:
+            field = self._token_fields.get(endpoint, "max_tokens")
             try:
-                text = await self._call(session, role, model, messages, response_format(mode, schema_name, schema))
+                text, cut = await self._call(session, role, model, messages,
+                                             response_format(mode, schema_name, schema), field)
+            except _TokenFieldRefused as refused:
+                fallbacks.append(f"max_tokens refused ({refused})")
+                logger.warning("the LLM endpoint refused max_tokens for model %s; using max_completion_tokens", model)
+                self._token_fields[endpoint] = "max_completion_tokens"
+                continue
             except _Refused as refused:
                 lower = next_mode(mode)
                 if lower is None:  # never: text mode sends no format to refuse
@@ -196,13 +218,16 @@ class LlmClient:
                     raise ChatError(f"{exc} (after {'; '.join(fallbacks)})") from exc
                 raise
             self._modes[endpoint] = mode
-            return text, mode
+            return text, mode, cut
 
     async def _call(
-        self, session: str, role: Role, model: str, messages: list[dict[str, str]], fmt: dict[str, Any] | None
-    ) -> str:
+        self, session: str, role: Role, model: str, messages: list[dict[str, str]], fmt: dict[str, Any] | None,
+        token_field: TokenField,
+    ) -> tuple[str, bool]:
         assert self._client is not None
-        extra = {} if fmt is None else {"response_format": fmt}
+        extra: dict[str, Any] = {token_field: self._settings.max_output_tokens}
+        if fmt is not None:
+            extra["response_format"] = fmt
         try:
             response = await self._client.chat.completions.create(
                 model=model, messages=messages, temperature=0, **extra  # type: ignore[arg-type, call-overload]
@@ -215,6 +240,8 @@ class LlmClient:
             self._metrics.llm_call(role, {"calls": 1, "errors": 1})
             await self._repository.add_usage(session, role, model, {"calls": 1, "errors": 1})
             body = _body(exc)
+            if token_field == "max_tokens" and exc.status_code == 400 and "max_completion_tokens" in error_text(body):
+                raise _TokenFieldRefused(f"HTTP 400: {error_text(body)}") from exc
             if fmt is not None and refuses_format(exc.status_code, body):
                 raise _Refused(f"HTTP {exc.status_code}: {error_text(body)}") from exc
             raise ChatError(f"the {role} model failed: HTTP {exc.status_code}: {error_text(body)}") from exc
@@ -229,6 +256,7 @@ class LlmClient:
         try:
             counts = _usage_counts(getattr(response, "usage", None))
             content = response.choices[0].message.content
+            cut = response.choices[0].finish_reason == "length"
         except (AttributeError, TypeError, IndexError, KeyError):  # 200 but not a chat completion
             self._metrics.llm_call(role, {"calls": 1, "errors": 1})
             await self._repository.add_usage(session, role, model, {"calls": 1, "errors": 1})
@@ -237,7 +265,7 @@ class LlmClient:
         await self._repository.add_usage(session, role, model, counts)
         if not isinstance(content, str) or not content.strip():
             raise ChatError(f"the {role} model returned an empty reply")
-        return content
+        return content, cut
 
     async def close(self) -> None:
         if self._client is not None:

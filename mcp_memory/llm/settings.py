@@ -27,6 +27,12 @@ class LlmSettings(BaseModel):
     json_schema_output: bool = Field(
         True, description="Under structured_output 'auto': start with a JSON schema; false starts with json_object."
     )
+    max_output_tokens: int = Field(
+        1024, ge=16, le=65536,
+        description="Most tokens one reply may generate, sent as max_tokens (as max_completion_tokens to an endpoint"
+        " that refuses max_tokens). A reply cut there is given up without a repair request. Bounds a small model that"
+        " loops on whitespace inside a JSON reply, which would otherwise generate until its context is full.",
+    )
     structured_output: Literal["auto", "json_schema", "json_object", "text"] = Field(
         "auto",
         description="The structured-output mode tried first; a mode the endpoint refuses is retried once in the next"
