@@ -189,9 +189,10 @@ async def deleted_pass(client: Client, questions: Sequence[Question]) -> list[di
     return rows
 
 
-def base_env(base_url: str, model: str, data_dir: Path) -> dict[str, str]:
-    """The environment of an arm's server: the local model plans and answers; nothing retried."""
+def base_env(base_url: str, model: str, data_dir: Path, max_output_tokens: int = 512) -> dict[str, str]:
+    """The environment of an arm's server: the local model plans and answers; nothing retried; a reply
+    capped at ``max_output_tokens`` (a looping reply costs its cap / about 15 tokens/s here)."""
     return {"MCP_MEMORY_DATA_DIR": str(data_dir), "MCP_MEMORY_LLM__BASE_URL": base_url,
             "MCP_MEMORY_LLM__API_KEY": "local", "MCP_MEMORY_LLM__PLAN_MODEL": model,
             "MCP_MEMORY_LLM__ANSWER_MODEL": model, "MCP_MEMORY_LLM__TIMEOUT_S": "600",
-            "MCP_MEMORY_LLM__MAX_RETRIES": "0"}
+            "MCP_MEMORY_LLM__MAX_RETRIES": "0", "MCP_MEMORY_LLM__MAX_OUTPUT_TOKENS": str(max_output_tokens)}

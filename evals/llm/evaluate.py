@@ -77,6 +77,7 @@ async def evaluate(conversations: Sequence[Conversation], arms: Sequence[Arm], b
             report["ingest"] = {"turns": stored["turns"], "seconds": stored["seconds"]}
             unplanned = await plain_pass(client, questions, turns_of)
     env = base_env(base_url, model, data_dir)
+    report["server_env"] = {k: v for k, v in env.items() if k != "MCP_MEMORY_DATA_DIR"}
     for arm in arms:
         revision = _revision(arm)
         with _server(data_dir, env, arm) as server:
