@@ -61,6 +61,15 @@ async def _usage(client: Client) -> dict[str, dict[str, Any]]:
     return {op["operation"]: op for op in (await call(client, "usage_stats", {}))["operations"]}
 
 
+async def _recall_twice(client: Client) -> tuple[dict[str, Any], ...]:
+    """Two recalls of the locker code: (first, its audit, second, its audit, the answer's usage)."""
+    first = await _recall(client)
+    first_audit = await _audit(client)
+    second = await _recall(client)
+    second_audit = await _audit(client)
+    return first, first_audit, second, second_audit, (await _usage(client))["answer"]
+
+
 @pytest.mark.parametrize("profile", ["llama-cpp-python", "llama-server-2024", "vllm", "plain-text-errors"])
 async def test_a_refused_json_schema_is_retried_once_with_json_object_and_the_schema_which_is_then_kept(
     pg_url, work_dir, fake, empty_tables, profile
@@ -71,11 +80,7 @@ async def test_a_refused_json_schema_is_retried_once_with_json_object_and_the_sc
     fake.set_chat_handler(_by_role)
     async with _server(pg_url, work_dir, fake, answer_model="fake-answer", max_retries=2) as client:
         ids = [await store(client, "s", LOCKER)]
-        first = await _recall(client)
-        first_audit = await _audit(client)
-        second = await _recall(client)
-        second_audit = await _audit(client)
-        usage = (await _usage(client))["answer"]
+        first, first_audit, second, second_audit, usage = await _recall_twice(client)
 
     assert first["answer"] == second["answer"] == "4417"
     assert [m["memory_id"] for m in first["memories"]] == ids
@@ -331,11 +336,7 @@ async def test_an_endpoint_that_refuses_max_tokens_is_asked_with_max_completion_
     fake.set_chat_handler(_by_role)
     async with _server(pg_url, work_dir, fake, answer_model="fake-answer", max_retries=2) as client:
         await store(client, "s", LOCKER)
-        first = await _recall(client)
-        first_audit = await _audit(client)
-        second = await _recall(client)
-        second_audit = await _audit(client)
-        usage = (await _usage(client))["answer"]
+        first, first_audit, second, second_audit, usage = await _recall_twice(client)
 
     assert first["answer"] == second["answer"] == "4417"
     sent = [{k: r.body[k] for k in ("max_tokens", "max_completion_tokens") if k in r.body} for r in fake.chat_requests()]

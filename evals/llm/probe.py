@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 from mcp import Client
 
+from evals.llm.answers import call
 from evals.llm.scoring import citation_scores, exact_match, token_f1
 from evals.locomo_data import Conversation
 
@@ -70,13 +71,6 @@ def format_check(base_url: str, model: str, timeout_s: float = 300.0) -> list[di
     return results
 
 
-async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    if result.is_error:
-        raise RuntimeError(f"{tool} failed: {' '.join(getattr(b, 'text', '') for b in result.content)}")
-    return result.structured_content
-
-
 async def _fresh(client: Client, session: str) -> None:
     result = await client.call_tool("delete_memory", {"session": session, "all": True, "confirm": session})
     if result.is_error:
@@ -84,7 +78,7 @@ async def _fresh(client: Client, session: str) -> None:
 
 
 async def _last_audit(client: Client, session: str, kind: str) -> dict[str, Any]:
-    audits = await _call(client, "list_audits", {"session": session, "limit": 1, "kind": kind})
+    audits = await call(client, "list_audits", {"session": session, "limit": 1, "kind": kind})
     return audits["audits"][0]["detail"]
 
 
@@ -106,14 +100,14 @@ async def answer_probe(client: Client, conversation: Conversation, sessions: int
     started = time.perf_counter()
     turns = [turn for turn in conversation.turns if turn.session <= sessions]
     for turn in turns:
-        stored = await _call(client, "store_memory", {"session": session, "content": turn.content,
+        stored = await call(client, "store_memory", {"session": session, "content": turn.content,
                                                       "occurred_at": turn.occurred_at.isoformat()})
         turns_of.setdefault(stored["memory_id"], []).append(turn.dia_id)
     store_s = round(time.perf_counter() - started, 1)
     rows = []
     for question in pick_questions(conversation, sessions):
         asked = time.perf_counter()
-        result = await _call(client, "recall_memory", {"session": session, "query": question.question})
+        result = await call(client, "recall_memory", {"session": session, "query": question.question})
         seconds = round(time.perf_counter() - asked, 1)
         audit = await _last_audit(client, session, "recall")
         cited = [dia for memory in result["memories"] for dia in turns_of.get(memory["memory_id"], [])]
@@ -131,7 +125,7 @@ async def answer_probe(client: Client, conversation: Conversation, sessions: int
         })
         logger.info("q%d (category %d) in %.1f s: %r (gold %r)", question.qa_index, question.category, seconds,
                     result["answer"], gold)
-    usage = await _call(client, "usage_stats", {})
+    usage = await call(client, "usage_stats", {})
     return {"session": session, "turns_stored": len(turns), "store_seconds": store_s, "questions": rows,
             "usage": usage["operations"]}
 
@@ -142,10 +136,10 @@ async def supersede_probe(client: Client) -> dict[str, Any]:
     for index, (old, new) in enumerate(SUPERSEDE_PAIRS):
         session = f"probe-supersede-{index}"
         await _fresh(client, session)
-        old_id = (await _call(client, "store_memory", {"session": session, "content": old,
+        old_id = (await call(client, "store_memory", {"session": session, "content": old,
                                                        "occurred_at": "2024-01-10"}))["memory_id"]
         started = time.perf_counter()
-        stored = await _call(client, "store_memory", {"session": session, "content": new, "occurred_at": "2025-03-01"})
+        stored = await call(client, "store_memory", {"session": session, "content": new, "occurred_at": "2025-03-01"})
         seconds = round(time.perf_counter() - started, 1)
         audit = await _last_audit(client, session, "supersede")
         decisions.append({"old": old, "new": new, "expected": [old_id], "superseded": stored["superseded"],
@@ -153,7 +147,7 @@ async def supersede_probe(client: Client) -> dict[str, Any]:
                           "mode": audit.get("mode"), "fallbacks": audit.get("fallbacks"), "note": audit.get("note"),
                           "reason": audit.get("reason")})
         logger.info("supersede pair %d in %.1f s: %s", index, seconds, "right" if decisions[-1]["correct"] else "wrong")
-    usage = await _call(client, "usage_stats", {})
+    usage = await call(client, "usage_stats", {})
     return {"decisions": decisions, "usage": usage["operations"]}
 
 
