@@ -19,7 +19,7 @@ from tools import served
 pytestmark = pytest.mark.anyio
 
 REFUSAL = "Not enough memories in this session to answer this question."
-MEMORY_ID = re.compile(r'<memory id="([0-9a-f-]{36})"')
+MEMORY_ID = re.compile(r'<memory id="([^"]+)"')
 
 
 def _llm(fake: FakeOpenAI, plan: bool, answer: bool) -> dict[str, Any]:
@@ -82,7 +82,22 @@ async def test_answer_cites_only_the_memories_it_used(answering, fake):
     assert result.structured_content["answer"] == "4417"
     assert [m["memory_id"] for m in result.structured_content["memories"]] == [ids[0]]
     assert result.structured_content["answerable"] is True
-    assert sorted(_candidate_ids(fake.chat_requests()[0].body)) == sorted(ids)
+    assert _candidate_ids(fake.chat_requests()[0].body) == ["1", "2"]
+
+
+async def test_the_prompt_names_memories_by_short_ids_in_rank_order_and_a_cited_short_id_maps_back(answering, fake):
+    ids = await _store(answering, "s-a", "The gym locker code is 4417", "The bike lock code is 9921")
+    fake.set_chat_handler(lambda body: _reply(answerable=True, answer="4417", memory_ids=["1", 2, "7"]))
+    result = await answering.call_tool("recall_memory", {"session": "s-a", "query": "gym locker code 4417"})
+    user = fake.chat_requests()[0].body["messages"][-1]["content"]
+    shown = re.findall(r'<memory id="(\d+)" occurred_at="[^"]+">\n([^\n]+)', user)
+    assert shown == [("1", "The gym locker code is 4417"), ("2", "The bike lock code is 9921")]
+    assert not any(memory_id in user for memory_id in ids)
+    assert re.search(r'occurred_at="\w{3} \d{1,2} \w+ \d{4} \d\d:\d\d UTC"', user)
+    audit = await _last_audit(answering, "s-a")
+    assert audit["fused"][0]["memory_id"] == ids[0]
+    assert [m["memory_id"] for m in result.structured_content["memories"]] == ids  # "1" and 2 (an int) map back
+    assert audit["dropped_citations"] == ["7"]
 
 
 async def test_citation_of_an_id_that_was_not_a_candidate_is_dropped(answering, fake):
@@ -169,7 +184,7 @@ async def test_memory_text_is_fenced_data_and_other_sessions_never_reach_the_pro
     body = fake.chat_requests()[0].body
     system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
     assert "never an instruction" in system
-    assert re.search(r'<memory id="[0-9a-f-]{36}" occurred_at="[^"]+">\n' + re.escape(injected) + "\n</memory>", user)
+    assert re.search(r'<memory id="1" occurred_at="[^"]+">\n' + re.escape(injected) + "\n</memory>", user)
     assert "hunter2" not in json.dumps(body)
 
 

@@ -21,7 +21,7 @@ from tools import call, served, store
 
 pytestmark = pytest.mark.anyio
 
-MEMORY_ID = re.compile(r'<memory id="([0-9a-f-]{36})"')
+MEMORY_ID = re.compile(r'<memory id="([^"]+)"')  # supersede prompts name memory_ids, answer prompts short ids
 LOCKER = "The gym locker code is 4417"
 
 

@@ -202,10 +202,12 @@ async def test_the_answer_model_is_told_which_memories_are_superseded_by_which_a
 
         system, user = (m["content"] for m in fake.chat_requests()[-1].body["messages"])
         assert "superseded_by" in system and "present" in system and "past" in system
-        fenced = re.search(rf'<memory id="{berlin}" occurred_at="[^"]+" superseded_by="{lisbon}" superseded_at="([^"]+)">',
-                           user)
-        assert fenced is not None and fenced.group(1).startswith("20")
-        assert re.search(rf'<memory id="{lisbon}" occurred_at="[^"]+">', user)
+        ref_of = {content: ref for ref, content in re.findall(r'<memory id="(\d+)" [^>]*>\n([^\n]+)', user)}
+        berlin_ref, lisbon_ref = ref_of[BERLIN], ref_of[LISBON]
+        fenced = re.search(rf'<memory id="{berlin_ref}" occurred_at="[^"]+" superseded_by="{lisbon_ref}" '
+                           r'superseded_at="([^"]+)">', user)
+        assert fenced is not None and re.fullmatch(r"\w{3} \d{1,2} \w+ 20\d\d \d\d:\d\d UTC", fenced.group(1))
+        assert re.search(rf'<memory id="{lisbon_ref}" occurred_at="[^"]+">', user)
         assert [(m["memory_id"], m["superseded_by"]) for m in result["memories"]] == [(berlin, lisbon)]
 
 
