@@ -3,11 +3,17 @@
 Failure policy: with no plan model, or when the model fails, times out or answers nonsense,
 recall goes on with the original query alone and ``Plan.notes`` says why (it lands in the
 audit). The original query is always the first retrieval query.
+
+A time window is kept only when the question itself names a time (``names_time``): a small local
+model gives one for every question, mostly "today" (Qwen2.5-0.5B on 60 of 60 LoCoMo questions,
+evals/README.md), and in a live session such a window would pull the day's memories into every
+recall.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,7 +22,7 @@ from mcp_memory.llm.client import LlmClient
 from mcp_memory.models import Plan, TimeWindow
 from mcp_memory.pipeline.validate import parse_occurred_at
 
-__all__ = ["PLAN_SCHEMA", "plan_query"]
+__all__ = ["PLAN_SCHEMA", "names_time", "plan_query"]
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +34,10 @@ PLAN_SCHEMA: dict[str, Any] = {
             "anyOf": [
                 {
                     "type": "object",
-                    "properties": {"start": {"type": "string"}, "end": {"type": "string"}},
+                    "properties": {
+                        "start": {"type": "string"},
+                        "end": {"type": "string"},
+                    },
                     "required": ["start", "end"],
                 },
                 {"type": "null"},
@@ -42,14 +51,40 @@ _SYSTEM = (
     "You plan searches over a person's stored memories. Rewrite the question into at most {n} short search "
     "queries that would match the memories that answer it: use synonyms, resolve pronouns, and name the entity "
     "and the time the question is about. A question that needs several facts (a list, a comparison, things "
-    "that happened at different times or to different people) gets one query per fact. If the question names a period (\"last May\", \"two weeks before the "
-    "trip\"), give it as time_window with ISO 8601 start and end; otherwise time_window is null. Today is {today}. "
+    'that happened at different times or to different people) gets one query per fact. If the question names a period ("last May", "two weeks before the '
+    'trip"), give it as time_window with ISO 8601 start and end; otherwise time_window is null. Today is {today}. '
     'Reply with JSON only: {{"queries": [...], "time_window": {{"start": "...", "end": "..."}} | null}}.'
 )
 
 
-def _window(raw: Any, notes: list[str]) -> TimeWindow | None:
+# Words and numbers that name a time or period (English; in other languages only numeric dates and
+# years count). "May" counts only capitalised ("may I ..." names no time).
+_MONTHS = (
+    "january|february|march|april|june|july|august|september|october|november|december"
+)
+_UNITS = "day|days|week|weeks|weekend|month|months|year|years|summer|winter|spring|autumn|fall|night|morning"
+_TIME_WORDS = re.compile(
+    rf"\b(?:{_MONTHS}|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+    r"|yesterday|today|tonight|tomorrow|recently|lately|ago|christmas|easter|new year's"
+    rf"|(?:last|this|next|past|previous|coming|same)\s+(?:{_UNITS})"
+    r"|(?:19|20)\d\d(?:s)?)\b"
+    r"|\b\d{1,4}[-/]\d{1,2}(?:[-/]\d{1,4})?\b|\b\d{1,2}\.\d{1,2}\.\d{2,4}\b",
+    re.IGNORECASE,
+)
+_MAY = re.compile(r"\bMay\b")
+
+
+def names_time(question: str) -> bool:
+    """Whether ``question`` names a date or period ("last May", "in 2023", "yesterday", "3/14")."""
+    return bool(_TIME_WORDS.search(question) or _MAY.search(question))
+
+
+def _window(raw: Any, notes: list[str], question: str) -> TimeWindow | None:
     if raw is None:
+        return None
+    if not names_time(question):
+        notes.append("time window discarded: the question names no date or period")
         return None
     if not isinstance(raw, dict):
         notes.append("time window discarded: not an object")
@@ -70,7 +105,12 @@ def _window(raw: Any, notes: list[str]) -> TimeWindow | None:
 
 
 async def plan_query(
-    query: str, llm: LlmClient, max_queries: int, now: datetime | None = None, *, session: str
+    query: str,
+    llm: LlmClient,
+    max_queries: int,
+    now: datetime | None = None,
+    *,
+    session: str,
 ) -> Plan:
     """Plan the retrieval queries for ``query``.
 
@@ -86,11 +126,20 @@ async def plan_query(
     today = (now or datetime.now(UTC)).date().isoformat()
     try:
         reply = await llm.complete_json(
-            "plan", _SYSTEM.format(n=max_queries, today=today), query, "retrieval_plan", PLAN_SCHEMA, session=session
+            "plan",
+            _SYSTEM.format(n=max_queries, today=today),
+            query,
+            "retrieval_plan",
+            PLAN_SCHEMA,
+            session=session,
         )
     except ChatError as exc:
-        logger.warning("planning fell back to the literal query: %s", exc)  # the endpoint is down or misconfigured
-        return Plan(queries=[query], notes=[f"planner failed, literal query used: {exc}"])
+        logger.warning(
+            "planning fell back to the literal query: %s", exc
+        )  # the endpoint is down or misconfigured
+        return Plan(
+            queries=[query], notes=[f"planner failed, literal query used: {exc}"]
+        )
     notes: list[str] = []
     queries = [query]
     raw_queries = reply.value.get("queries")
@@ -98,9 +147,20 @@ async def plan_query(
         notes.append("planner reply had no queries list")
         raw_queries = []
     for item in raw_queries:
-        if isinstance(item, str) and item.strip() and "\x00" not in item and item not in queries:
+        if (
+            isinstance(item, str)
+            and item.strip()
+            and "\x00" not in item
+            and item not in queries
+        ):
             queries.append(item.strip()[:1000])
         if len(queries) > max_queries:
             break
-    window = _window(reply.value.get("time_window"), notes)
-    return Plan(queries=queries, time_window=window, notes=notes, mode=reply.mode, fallbacks=reply.fallbacks)
+    window = _window(reply.value.get("time_window"), notes, query)
+    return Plan(
+        queries=queries,
+        time_window=window,
+        notes=notes,
+        mode=reply.mode,
+        fallbacks=reply.fallbacks,
+    )
