@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
@@ -156,6 +157,7 @@ async def ask_arm(client: Client, questions: Sequence[Question], turns_of: dict[
         })
         logger.info("%d/%d %s q%d (category %d) %.1f s: %s", number, len(questions), session, question.qa_index,
                     question.category, seconds, "refused" if refused else "answered")
+        logger.info("row %s", json.dumps(rows[-1]))  # a run stopped early can still be scored from its log
     after = await call(client, "usage_stats", {})
     return {"rows": rows, "seconds": round(time.perf_counter() - started, 1), "usage": usage_delta(before, after)}
 
