@@ -234,10 +234,15 @@ async def test_another_host_gets_421_and_another_origin_403_as_on_the_mcp_endpoi
     assert httpx.get(url, headers={**auth, "Origin": f"http://127.0.0.1:{served.port}"}, timeout=10).status_code == 200
 
 
-async def test_the_api_only_reads(served: Served) -> None:
-    reply = httpx.post(f"http://127.0.0.1:{served.port}/api/sessions", headers={"Authorization": f"Bearer {ALPHA}"},
-                       timeout=10)
-    assert reply.status_code == 405
+@pytest.mark.parametrize(("method", "path"), [("POST", "/api/sessions"), ("DELETE", "/api/memories"),
+                                              ("PUT", "/"), ("POST", "/page/app.js")])
+async def test_the_page_and_api_only_read_and_refuse_other_methods_with_the_security_headers(
+        served: Served, method: str, path: str) -> None:
+    reply = httpx.request(method, f"http://127.0.0.1:{served.port}{path}",
+                          headers={"Authorization": f"Bearer {ALPHA}"}, timeout=10)
+    assert reply.status_code == 405 and reply.headers["allow"] == "GET, HEAD"
+    assert reply.headers["x-frame-options"] == "DENY" and reply.headers["cache-control"] == "no-store"
+    assert reply.headers["content-security-policy"].startswith("default-src 'self'")
 
 
 async def test_the_api_counts_against_the_tokens_rate_limit_as_a_tool_call_does(served: Served) -> None:

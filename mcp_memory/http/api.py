@@ -131,7 +131,7 @@ class PageApi:
             if sdk is not None:
                 metadata = build_resource_metadata_url(sdk.resource_server_url) if sdk.resource_server_url else None
                 app = RequireAuthMiddleware(app, sdk.required_scopes or [], metadata)
-            routes.append(Route(path, Hardened(app, security), methods=["GET", "HEAD"]))
+            routes.append(Route(path, Hardened(app, security)))  # every method: Hardened answers 405 itself
         return routes
 
     def _answer(self, view: Callable[[Request], Awaitable[dict[str, Any]]]) -> Callable[[Request], Awaitable[Response]]:

@@ -14,7 +14,7 @@ from importlib import resources
 
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -43,12 +43,16 @@ _STATIC = {  # URL path -> (file in mcp_memory/http/static, content type)
 
 class Hardened:
     """ASGI wrapper: the SDK's Host/Origin checks first (421 for another Host, 403 for another
-    Origin, nothing else runs), then ``app``; every response gets ``SECURITY_HEADERS``.
+    Origin, nothing else runs), then 405 for a method other than GET and HEAD, then ``app``; every
+    response, a refusal included, gets ``SECURITY_HEADERS``. Its route takes every method, so that
+    the 405 is this wrapper's (Starlette's own would go out without the headers).
 
     Args:
         app: the route's ASGI app.
         security: the settings ``/mcp`` is served with (``mcp_memory.http.app.transport_security``).
     """
+
+    METHODS = ("GET", "HEAD")
 
     def __init__(self, app: ASGIApp, security: TransportSecuritySettings) -> None:
         self.app = app
@@ -65,6 +69,10 @@ class Hardened:
         refused = await self.check.validate_request(Request(scope, receive), is_post=False)
         if refused is not None:
             await refused(scope, receive, with_headers)
+            return
+        if scope["method"] not in self.METHODS:
+            not_allowed = PlainTextResponse("Method Not Allowed", 405, headers={"Allow": ", ".join(self.METHODS)})
+            await not_allowed(scope, receive, with_headers)
             return
         await self.app(scope, receive, with_headers)
 
@@ -83,5 +91,5 @@ def static_routes(security: TransportSecuritySettings) -> list[Route]:
         async def serve(scope: Scope, receive: Receive, send: Send, body: bytes = body, kind: str = content_type) -> None:
             await Response(body, media_type=kind)(scope, receive, send)
 
-        routes.append(Route(path, Hardened(serve, security), methods=["GET", "HEAD"]))
+        routes.append(Route(path, Hardened(serve, security)))  # every method: Hardened answers 405 itself
     return routes
