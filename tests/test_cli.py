@@ -54,6 +54,7 @@ def test_an_http_server_whose_port_is_taken_exits_non_zero(tmp_path, pg_url):
         )
     assert result.returncode == 2
     assert f"could not listen on 127.0.0.1:{port}" in result.stderr
+    assert "serving MCP at" not in result.stderr  # said only once the port is bound
     assert result.stdout == ""
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -20,6 +22,9 @@ from mcp_memory.http.metrics import metrics_route
 from mcp_memory.http.sessions import SessionBounds
 from mcp_memory.server import build_server
 from mcp_memory.settings import Settings
+
+if TYPE_CHECKING:
+    import uvicorn
 
 __all__ = ["build_http_app", "check_binding", "serve_http", "transport_security"]
 
@@ -140,6 +145,14 @@ def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, j
     return app
 
 
+async def _announce_when_listening(http: uvicorn.Server, host: str, port: int) -> None:
+    """Log where MCP is served once uvicorn has bound the port (not before: a taken port logs only its error)."""
+    while not http.started:
+        await asyncio.sleep(0.02)
+    logger.info("serving MCP at http://%s:%d/mcp (health at /health, metrics at /metrics, the page at /)", host,
+                port)
+
+
 async def serve_http(
     settings: Settings, host: str, port: int, stateless: bool, json_response: bool = True,
     insecure_no_auth: bool = False,
@@ -164,14 +177,14 @@ async def serve_http(
     # log_config=None: uvicorn's own lines go through our handler too (one format, --log-format json)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", log_config=None)
     http = uvicorn.Server(config)
-    logger.info("serving MCP at http://%s:%d/mcp (health at /health, metrics at /metrics, the page at /)", host,
-                port)
+    announce = asyncio.create_task(_announce_when_listening(http, host, port))
     try:
         await http.serve()
     except SystemExit:
         if http.started:
             raise
     finally:
+        announce.cancel()
         await deps.close()
     if not http.started:  # uvicorn logs the bind error and exits instead of raising it
         raise ConfigError(f"could not listen on {host}:{port} (see the error above); pick another --port")
