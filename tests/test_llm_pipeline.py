@@ -260,6 +260,17 @@ async def test_planner_time_window_adds_memories_that_happened_in_it(planning, f
     assert detail["candidates"]["window"] == [ids[4]]
 
 
+async def test_planner_time_window_ending_at_midnight_includes_that_day(planning, fake):
+    """Qwen2.5-1.5B gave {"start": "2023-08-11T00:00:00Z", "end": "2023-08-11T00:00:00Z"} for "on 11 August, 2023"."""
+    [workshop] = await _store(planning, "s-mid", "Calvin got picked for the workshop", occurred_at="2023-08-11T14:05:00Z")
+    await _store(planning, "s-mid", "Calvin fixed the car", occurred_at="2023-08-12T09:00:00Z")
+    fake.script_chat(_reply(queries=[], time_window={"start": "2023-08-11T00:00:00Z", "end": "2023-08-11T00:00:00Z"}))
+    await planning.call_tool("recall_memory", {"session": "s-mid", "query": "What was Calvin picked for on 11 August, 2023?"})
+    detail = await _last_audit(planning, "s-mid")
+    assert detail["time_window"]["end"].startswith("2023-08-11T23:59:59")
+    assert detail["candidates"]["window"] == [workshop]
+
+
 async def test_planner_time_window_for_a_question_naming_no_time_is_discarded_and_audited(planning, fake):
     """A small local model gives a window for every question, mostly "today" (Qwen2.5-0.5B: 60 of 60
     LoCoMo questions); kept, it would pull today's memories into a question about something else."""

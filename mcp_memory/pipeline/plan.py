@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time
 from typing import Any
 
 from mcp_memory.errors import ChatError, InvalidInput
@@ -99,7 +99,8 @@ def _window(raw: Any, notes: list[str], question: str) -> TimeWindow | None:
         return None
     if end < start:
         start, end = end, start
-    if len(str(raw.get("end"))) == 10:  # a bare end date includes that whole day
+    if len(str(raw.get("end"))) == 10 or end.time() == time(0, 0):
+        # A bare end date, or an end at midnight ("2023-08-11T00:00:00Z" for "on 11 August"), includes that day.
         end = end.replace(hour=23, minute=59, second=59)
     return TimeWindow(start=start, end=end)
 
