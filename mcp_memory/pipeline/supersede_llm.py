@@ -3,10 +3,13 @@
 After a new (not de-duplicated) memory is stored, its nearest current memories in the session
 (``supersede.candidates`` of them, each at least ``supersede.min_similarity`` cosine similarity
 to one of its windows, and none that happened after it) are shown to ``llm.supersede_model``.
-The user message is the new memory as ``<new_memory id=".." occurred_at="..">`` followed by one
-``<memory id=".." occurred_at="..">`` line per candidate; the model replies with JSON
-``{"superseded": [ids], "reason": ".."}``. Ids that were not candidates are dropped; the rest are
-marked superseded by the new memory. Each decision is one audit row of kind ``supersede``:
+The user message is the new memory as ``<new_memory occurred_at="Sat 1 March 2025 09:00 UTC">``
+followed by one ``<memory id="1" occurred_at="..">`` line per candidate, numbered 1..n nearest first
+(a UUID costs a small model about 25 tokens to read and again to copy); the model replies with JSON
+``{"superseded": [{"id", "old", "new"}], "reason": ".."}``: each pick names the old value as the older
+memory says it and the new value as the new memory says it. A pick stands only when both values are
+said there (``said_in``: 80% of the words) and differ; an id that was not a candidate (a number or a
+candidate's memory_id) is dropped. The picks that stand are marked superseded by the new memory. Each decision is one audit row of kind ``supersede``:
 ``{memory_id, candidates, superseded, reason, model, mode, fallbacks, note, latency_ms}`` (``mode``: the
 structured-output mode that answered; ``fallbacks``: the modes the endpoint refused); it keeps no prompt text
 (a reason that echoes the prompt is left out, and of ids the model invented only UUIDs are
