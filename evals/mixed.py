@@ -126,8 +126,6 @@ async def ingest(client: Client, memories: Sequence[dict[str, Any]], concurrency
                 arguments["supersedes"] = [ids[old] for old in memory["supersedes"]]
             stored = await call(client, "store_memory", arguments)
         ids[memory["id"]] = str(stored["memory_id"])
-        if judge is not None:
-            judge.learn(memory["id"], ids[memory["id"]])
         stats["deduplicated"] += bool(stored.get("deduplicated"))
         marks[memory["id"]] = set(stored.get("superseded") or [])
 

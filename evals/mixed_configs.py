@@ -27,8 +27,8 @@ from tests.fake_openai import ChatReply, FakeOpenAI
 __all__ = ["CONFIGS", "JUDGE_MODEL", "Config", "ScriptedJudge", "store_waves"]
 
 JUDGE_MODEL = "scripted-judge"
-_NEW = re.compile(r'<new_memory\s+id="([^"]+)"[^>]*>(.*?)</new_memory>', re.DOTALL)
-_CANDIDATE = re.compile(r'<memory\s+id="([^"]+)"[^>]*>')
+_NEW = re.compile(r'<new_memory\b[^>]*>(.*?)</new_memory>', re.DOTALL)
+_CANDIDATE = re.compile(r'<memory\s+id="([^"]+)"[^>]*>(.*?)</memory>', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -113,20 +113,16 @@ class ScriptedJudge:
             memories: the case file's memories (``id``, ``content``, optional ``supersedes``).
         """
         self._targets: dict[str, set[str]] = {}
+        self._cases_of: dict[str, set[str]] = {}  # content -> case ids (the prompt numbers candidates)
         for memory in memories:
+            self._cases_of.setdefault(memory["content"], set()).add(memory["id"])
             if memory.get("supersedes"):
                 self._targets.setdefault(memory["content"], set()).update(memory["supersedes"])
-        self._case_of: dict[str, str] = {}
         self._lock = threading.Lock()
         self._fake = FakeOpenAI()
         self._fake.set_chat_handler(self._reply)
         self.base_url = ""
         self.requests = self.marked = self.missed = self.unexpected = 0
-
-    def learn(self, case_id: str, memory_id: str) -> None:
-        """Record the memory_id the server gave a case memory (call as each store returns)."""
-        with self._lock:
-            self._case_of[memory_id] = case_id
 
     def __enter__(self) -> ScriptedJudge:
         self._fake.start()
@@ -143,11 +139,14 @@ class ScriptedJudge:
             with self._lock:
                 self.unexpected += 1
             return ChatReply(status=400)
-        wanted = self._targets.get(html.unescape(new.group(2)).strip(), set())
-        candidates = _CANDIDATE.findall(text)
+        new_content = html.unescape(new.group(1)).strip()
+        wanted = self._targets.get(new_content, set())
+        candidates = [(ref, html.unescape(content).strip()) for ref, content in _CANDIDATE.findall(text)]
+        shown = {case for _, content in candidates for case in self._cases_of.get(content, set())}
+        # Each pick names the whole old and new texts as its values: said in both, and different.
+        chosen = [{"id": ref, "old": content, "new": new_content}
+                  for ref, content in candidates if self._cases_of.get(content, set()) & wanted]
         with self._lock:
-            shown = {self._case_of.get(memory_id) for memory_id in candidates}
-            chosen = [memory_id for memory_id in candidates if self._case_of.get(memory_id) in wanted]
             self.requests += 1
             self.marked += len(chosen)
             self.missed += len(wanted - shown)

@@ -219,15 +219,14 @@ def test_scripted_judge_replies_the_candidates_the_case_file_says_the_new_memory
     memories = [{"id": "m1", "content": "Alice lives in Berlin."}, {"id": "m2", "content": "Bob lives in Rome."},
                 {"id": "m3", "content": "Alice moved to Lisbon & Porto.", "supersedes": ["m1"]}]
     with ScriptedJudge(memories) as judge:
-        judge.learn("m1", "id-1")
-        judge.learn("m2", "id-2")
-        prompt = ('<new_memory id="id-3" occurred_at="2024-01-02T00:00:00+00:00">Alice moved to Lisbon &amp; Porto.'
-                  '</new_memory>\n<memory id="id-2" occurred_at="2023-01-01T00:00:00+00:00">Bob lives in Rome.</memory>'
-                  '\n<memory id="id-1" occurred_at="2023-01-01T00:00:00+00:00">Alice lives in Berlin.</memory>')
+        prompt = ('<new_memory occurred_at="Tue 2 January 2024 00:00 UTC">Alice moved to Lisbon &amp; Porto.'
+                  '</new_memory>\n<memory id="1" occurred_at="Sun 1 January 2023 00:00 UTC">Bob lives in Rome.</memory>'
+                  '\n<memory id="2" occurred_at="Sun 1 January 2023 00:00 UTC">Alice lives in Berlin.</memory>')
         body = {"model": "scripted-judge", "messages": [{"role": "user", "content": prompt}]}
         reply = httpx.post(f"{judge.base_url}/chat/completions", json=body, timeout=10).json()
         other = httpx.post(f"{judge.base_url}/chat/completions", timeout=10,
                            json={"messages": [{"role": "user", "content": "plan this query"}]})
-    assert json.loads(reply["choices"][0]["message"]["content"])["superseded"] == ["id-1"]
+    assert json.loads(reply["choices"][0]["message"]["content"])["superseded"] == [
+        {"id": "2", "old": "Alice lives in Berlin.", "new": "Alice moved to Lisbon & Porto."}]
     assert other.status_code == 400
     assert (judge.requests, judge.marked, judge.missed, judge.unexpected) == (1, 1, 0, 1)

@@ -107,14 +107,14 @@ WEEKLY = "Alice's weekly team meeting is now held on Thursdays instead of Monday
 # What the scripted model marks: right for LISBON, nothing for THURSDAY (a miss), MONDAY for WEEKLY (a pair
 # the case file does not name: a false positive).
 PICKS = {LISBON: [BERLIN], THURSDAY: [], WEEKLY: [MONDAY]}
-_PAIR = re.compile(r'<(new_memory|memory) id="([^"]+)" occurred_at="[^"]+">(.*?)</\1>')
+_NEW = re.compile(r'<new_memory occurred_at="[^"]+">(.*?)</new_memory>')
+_CANDIDATE = re.compile(r'<memory id="([^"]+)" occurred_at="[^"]+">(.*?)</memory>')
 
 
 def _judge(body: dict[str, Any]) -> ChatReply:
     user = body["messages"][-1]["content"]
-    found = _PAIR.findall(user)
-    new = next(text for tag, _, text in found if tag == "new_memory")
-    chosen = [memory_id for tag, memory_id, text in found if tag == "memory" and text in PICKS[new]]
+    new = _NEW.search(user).group(1)
+    chosen = [{"id": ref, "old": text, "new": new} for ref, text in _CANDIDATE.findall(user) if text in PICKS[new]]
     return ChatReply(json.dumps({"superseded": chosen, "reason": "scripted"}), prompt_tokens=100, completion_tokens=20)
 
 

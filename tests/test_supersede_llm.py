@@ -23,8 +23,8 @@ pytestmark = pytest.mark.anyio
 BERLIN = "Alice lives in Berlin, in a flat in Kreuzberg."
 LISBON = "Alice moved from Berlin to Lisbon; she lives in Lisbon now."
 COFFEE = "Bob drinks his coffee black, no sugar."
-CANDIDATE = re.compile(r'<memory id="([0-9a-f-]{36})" occurred_at="[^"]+">')
-NEW = re.compile(r'^<new_memory id="([0-9a-f-]{36})" occurred_at="([^"]+)">(.*)</new_memory>$', re.MULTILINE)
+CANDIDATE = re.compile(r'^<memory id="(\d+)" occurred_at="[^"]+">(.*)</memory>$', re.MULTILINE)
+NEW = re.compile(r'^<new_memory occurred_at="([^"]+)">(.*)</new_memory>$', re.MULTILINE)
 
 
 async def _client(pg_url, work_dir, fake: FakeOpenAI, **overrides: Any) -> AsyncIterator[Client]:
@@ -50,6 +50,15 @@ def _user(request_body: dict[str, Any]) -> str:
     return request_body["messages"][-1]["content"]
 
 
+def _shown(request_body: dict[str, Any]) -> dict[str, str]:
+    """The candidates a request showed: their contents by number."""
+    return {ref: content for ref, content in CANDIDATE.findall(_user(request_body))}
+
+
+def _pick(ref: str, old: str = "Berlin", new: str = "Lisbon") -> dict[str, str]:
+    return {"id": ref, "old": old, "new": new}
+
+
 async def _supersede_audits(client: Client, session: str) -> list[dict[str, Any]]:
     audits = (await call(client, "list_audits", {"session": session, "kind": "supersede", "limit": 100}))["audits"]
     return [row["detail"] for row in audits]
@@ -60,15 +69,16 @@ async def test_the_model_sees_the_new_memory_and_its_nearest_current_memories_an
 ):
     berlin = await store(superseding, "s-a", BERLIN, occurred_at="2024-01-10")
     await store(superseding, "s-a", COFFEE, occurred_at="2024-02-01")
-    fake.set_chat_handler(lambda body: _reply(superseded=CANDIDATE.findall(_user(body))[:1], reason="she moved"))
+    fake.set_chat_handler(lambda body: _reply(superseded=[_pick("1")], reason="she moved"))
 
     stored = await call(superseding, "store_memory", {"session": "s-a", "content": LISBON, "occurred_at": "2025-03-01"})
 
     request = fake.chat_requests()[-1].body
     new = NEW.search(_user(request))
-    assert new is not None and new.groups() == (stored["memory_id"], "2025-03-01T00:00:00+00:00", LISBON)
+    assert new is not None and new.groups() == ("Sat 1 March 2025 00:00 UTC", LISBON)
     assert _user(request).index("<new_memory") < _user(request).index("<memory ")
-    assert CANDIDATE.findall(_user(request)) == [berlin]  # the coffee memory is below min_similarity
+    assert _shown(request) == {"1": BERLIN}  # numbered; the coffee memory is below min_similarity
+    assert berlin not in _user(request)  # no UUIDs: they cost a model about 25 tokens each
     assert request["model"] == "fake-supersede"
     assert stored["superseded"] == [berlin]
     audit = (await _supersede_audits(superseding, "s-a"))[0]
@@ -81,6 +91,29 @@ async def test_the_model_sees_the_new_memory_and_its_nearest_current_memories_an
     assert berlin not in [m["memory_id"] for m in recalled["memories"]]
     usage = (await call(superseding, "usage_stats", {}))["operations"]
     assert [(op["operation"], op["calls"]) for op in usage] == [("supersede", 1)]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        ("Kreuzberg", "Lisbon", None),  # both said, and they differ: kept
+        ("Munich", "Lisbon", "not in the memories"),  # the old value is not in the older memory
+        ("Berlin", "Porto", "not in the memories"),  # the new value is not in the new memory
+        ("Berlin", "berlin", "is the same"),  # no change
+    ],
+)
+async def test_a_pick_stands_only_when_its_old_and_new_values_are_said_and_differ(superseding, fake, old, new, why):
+    berlin = await store(superseding, "s-v", BERLIN)
+    fake.script_chat(_reply(superseded=[_pick("1", old, new)], reason="r"))
+
+    stored = await call(superseding, "store_memory", {"session": "s-v", "content": LISBON})
+
+    audit = (await _supersede_audits(superseding, "s-v"))[0]
+    if why is None:
+        assert stored["superseded"] == [berlin] and audit["note"] is None
+    else:
+        assert stored["superseded"] == [] and audit["superseded"] == []
+        assert audit["note"] == "dropped 1 pair(s) whose old or new value is not in the memories or is the same"
 
 
 async def test_when_the_model_finds_nothing_nothing_is_marked_and_the_decision_is_audited(superseding, fake):
@@ -100,8 +133,8 @@ async def test_ids_that_were_not_candidates_are_dropped_and_noted(superseding, f
     elsewhere = await store(superseding, "s-other", "Alice lives in Paris.")
     invented = str(uuid.uuid4())
     fake.set_chat_handler(
-        lambda body: _reply(superseded=[coffee, elsewhere, invented, berlin.upper()] if LISBON in _user(body) else [],
-                            reason="r")
+        lambda body: _reply(superseded=[_pick(coffee), _pick(elsewhere), _pick(invented), _pick(berlin.upper())]
+                            if LISBON in _user(body) else [], reason="r")
     )
 
     stored = await call(superseding, "store_memory", {"session": "s-c", "content": LISBON})
@@ -128,7 +161,8 @@ async def test_a_failing_model_leaves_the_memory_stored_notes_why_and_logs_a_war
     assert all(LISBON not in r.getMessage() for r in caplog.records)
 
 
-@pytest.mark.parametrize("content", ["not json at all", json.dumps({"superseded": "all of them", "reason": "x"})])
+@pytest.mark.parametrize("content", ["not json at all", json.dumps({"superseded": "all of them", "reason": "x"}),
+                                     json.dumps({"superseded": ["1"], "reason": "ids without values"})])
 async def test_a_malformed_reply_marks_nothing_and_notes_it(superseding, fake, caplog, content):
     await store(superseding, "s-e", BERLIN)
     fake.set_chat_handler(lambda body: ChatReply(content=content))
@@ -164,11 +198,12 @@ async def test_explicit_supersedes_are_kept_and_not_shown_to_the_model(supersedi
     berlin = await store(superseding, "s-h", BERLIN)
     fake.script_chat(_reply(superseded=[], reason="nothing else"))
     paris = await store(superseding, "s-h", "Alice lived in Paris for a year before Berlin.")
-    fake.set_chat_handler(lambda body: _reply(superseded=CANDIDATE.findall(_user(body)), reason="all of them"))
+    fake.set_chat_handler(lambda body: _reply(superseded=[_pick(ref, "Paris", "Lisbon") for ref in _shown(body)],
+                                              reason="all of them"))
 
     stored = await call(superseding, "store_memory", {"session": "s-h", "content": LISBON, "supersedes": [berlin]})
 
-    assert berlin not in CANDIDATE.findall(_user(fake.chat_requests()[-1].body))
+    assert BERLIN not in _shown(fake.chat_requests()[-1].body).values()
     assert stored["superseded"] == [berlin, paris]
 
 
@@ -218,7 +253,7 @@ async def test_a_model_that_echoes_its_prompt_leaves_no_prompt_text_in_the_audit
 
     def echoing(body: dict[str, Any]) -> ChatReply:
         text = _user(body) if echo == "user" else body["messages"][0]["content"]
-        return _reply(superseded=[text[:300], "not-an-id"], reason=text[:500])
+        return _reply(superseded=[_pick(text[:300]), _pick("not-an-id")], reason=text[:500])
 
     fake.set_chat_handler(echoing)
     stored = await call(superseding, "store_memory", {"session": "s-echo", "content": f"{LISBON} {secret}"})
@@ -233,7 +268,7 @@ async def test_a_model_that_echoes_its_prompt_leaves_no_prompt_text_in_the_audit
 
 async def test_a_reason_that_quotes_a_memory_is_kept(superseding, fake):
     berlin = await store(superseding, "s-quote", BERLIN)
-    fake.script_chat(_reply(superseded=[berlin], reason=f"'{LISBON}' replaces '{BERLIN}'"))
+    fake.script_chat(_reply(superseded=[_pick("1")], reason=f"'{LISBON}' replaces '{BERLIN}'"))
 
     await call(superseding, "store_memory", {"session": "s-quote", "content": LISBON})
 

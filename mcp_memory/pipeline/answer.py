@@ -76,7 +76,7 @@ class Answer:
 _TAG = re.compile(r"<(?=\s*/?\s*memory)", re.IGNORECASE)
 
 
-def _when(moment: datetime) -> str:
+def when(moment: datetime) -> str:
     """A time as a person reads it, in UTC: ``Mon 8 May 2023 13:56 UTC``."""
     moment = moment.astimezone(UTC)
     return f"{moment:%a} {moment.day} {moment:%B %Y %H:%M} UTC"
@@ -86,9 +86,9 @@ def _fence(candidate: Candidate, ref: str, refs: dict[str, str]) -> str:
     body = _TAG.sub("<\\\\", candidate.content)
     superseded = ""
     if candidate.superseded_by is not None:
-        at = _when(candidate.superseded_at) if candidate.superseded_at else ""
+        at = when(candidate.superseded_at) if candidate.superseded_at else ""
         superseded = f' superseded_by="{refs.get(candidate.superseded_by, "a memory not shown")}" superseded_at="{at}"'
-    return f'<memory id="{ref}" occurred_at="{_when(candidate.occurred_at)}"{superseded}>\n{body}\n</memory>'
+    return f'<memory id="{ref}" occurred_at="{when(candidate.occurred_at)}"{superseded}>\n{body}\n</memory>'
 
 
 async def answer(
