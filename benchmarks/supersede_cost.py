@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -69,8 +70,11 @@ async def main(args: argparse.Namespace) -> None:
     def decide(body: dict[str, Any]) -> ChatReply:
         asked["n"] += 1
         user = body["messages"][-1]["content"]
-        first = user.split('<memory id="', 1)[1][:36] if '<memory id="' in user else None
-        picked = [first] if first and asked["n"] % 2 == 0 else []
+        new = re.search(r"<new_memory [^>]*>(.*?)</new_memory>", user, re.DOTALL)
+        first = re.search(r'<memory id="1" [^>]*>(.*?)</memory>', user, re.DOTALL)
+        # The pick names both whole texts as its values, so it stands (said in both, different).
+        picked = ([{"id": "1", "old": first.group(1), "new": new.group(1)}]
+                  if new and first and asked["n"] % 2 == 0 else [])
         return ChatReply(content=json.dumps({"superseded": picked, "reason": "scripted"}))
 
     fake.set_chat_handler(decide)

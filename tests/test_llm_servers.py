@@ -21,7 +21,7 @@ from tools import call, served, store
 
 pytestmark = pytest.mark.anyio
 
-MEMORY_ID = re.compile(r'<memory id="([^"]+)"')  # supersede prompts name memory_ids, answer prompts short ids
+MEMORY_ID = re.compile(r'<memory id="([^"]+)"')  # both prompts number their memories 1..n
 LOCKER = "The gym locker code is 4417"
 
 
@@ -38,8 +38,8 @@ def _by_role(body: dict[str, Any]) -> ChatReply:
     if body["model"] == "fake-plan":
         return ChatReply(content=json.dumps({"queries": ["gym locker code"], "time_window": None}))
     if body["model"] == "fake-supersede":
-        return ChatReply(content=json.dumps({"superseded": MEMORY_ID.findall(body["messages"][-1]["content"]),
-                                             "reason": "the code changed"}))
+        picks = [{"id": ref, "old": "4417", "new": "9021"} for ref in MEMORY_ID.findall(body["messages"][-1]["content"])]
+        return ChatReply(content=json.dumps({"superseded": picks, "reason": "the code changed"}))
     cited = MEMORY_ID.findall(body["messages"][-1]["content"])[:1]
     return ChatReply(content=json.dumps({"answerable": True, "answer": "4417", "memory_ids": cited}),
                      prompt_tokens=100, completion_tokens=20)
