@@ -150,7 +150,7 @@ def _reason(reply: dict[str, Any]) -> str | None:
     reason = reply.get("reason")
     if not isinstance(reason, str):
         return None
-    quoted = "<memory id=" in reason or "<new_memory id=" in reason or any(
+    quoted = "<memory id=" in reason or "<new_memory" in reason or any(
         reason[start:start + 40] in _SYSTEM for start in range(0, max(len(reason) - 39, 0), 10)
     )
     return None if quoted else reason[:_MAX_REASON_CHARS]
