@@ -3,6 +3,7 @@ who holds locks on the test database (so a wait on a lock fails with names inste
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -60,7 +61,21 @@ async def lock_every_table(connection: asyncpg.Connection) -> None:
 
     ``connection`` should carry a ``lock_timeout``; when it runs out, raises AssertionError naming
     the backends that still hold locks instead of waiting on them for ever.
+
+    First it waits (up to 10 s) until no other backend is running a statement: a statement of a
+    cancelled, terminated connection runs on until it next talks to its client, and one that takes
+    its next table's lock after this LOCK took that table deadlocks with it (seen once under load).
+    A backend left ``active``/``ClientRead`` (the bug the callers look for) is not waited for: it
+    holds its locks and the LOCK below times out on it.
     """
+    for _ in range(200):
+        running = await connection.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            " AND state = 'active' AND wait_event IS DISTINCT FROM 'ClientRead'"
+        )
+        if not running:
+            break
+        await asyncio.sleep(0.05)
     try:
         async with connection.transaction():
             tables = await connection.fetchval(
