@@ -79,3 +79,7 @@ def test_the_summary_gives_percent_per_category_and_tokens_per_question():
 def test_arms_default_to_the_installed_package_and_take_a_source_folder(tmp_path):
     assert _arms([]) == [Arm("main", None)]
     assert _arms(["old=" + str(tmp_path), "new"]) == [Arm("old", Path(tmp_path).resolve()), Arm("new", None)]
+
+
+def test_an_arm_can_set_the_top_k_its_questions_are_asked_with(tmp_path):
+    assert _arms(["top5@5", f"old={tmp_path}@8"]) == [Arm("top5", None, 5), Arm("old", Path(tmp_path).resolve(), 8)]

@@ -61,9 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="answers: questions (categories 1, 2, 4) whose evidence is deleted and asked again")
     parser.add_argument("--seed", type=int, default=13, help="answers: the sample's seed")
     parser.add_argument("--conversations", default=None, help="answers: only these conversations (comma-separated)")
-    parser.add_argument("--arm", action="append", default=[], metavar="NAME[=SOURCE]",
+    parser.add_argument("--arm", action="append", default=[], metavar="NAME[=SOURCE][@TOP_K]",
                         help="answers: a server under test; SOURCE is a folder holding mcp_memory/ (put first on "
-                        "PYTHONPATH), none for the installed package; repeat to compare in one run (default: main)")
+                        "PYTHONPATH), none for the installed package; TOP_K the recall's top_k (candidates the "
+                        "answer model is shown; default the server's); repeat to compare in one run (default: main)")
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--assemble-only", action="store_true")
     action.add_argument("--serve", action="store_true", help="serve until Ctrl-C; no probe")
@@ -95,8 +96,10 @@ async def _probe(args: argparse.Namespace, base_url: str, alias: str, data_dir: 
 def _arms(specs: list[str]) -> list[Arm]:
     arms = []
     for spec in specs or ["main"]:
+        head, at, tail = spec.rpartition("@")
+        spec, top_k = (head, int(tail)) if at and tail.isdigit() else (spec, None)
         name, _, source = spec.partition("=")
-        arms.append(Arm(name, Path(source).resolve() if source else None))
+        arms.append(Arm(name, Path(source).resolve() if source else None, top_k))
     return arms
 
 

@@ -8,10 +8,11 @@
 3. **Without planning**: each question asked on that server with ``top_k`` 10 (no LLM): recall@10.
 4. **Each arm** (a server started from an installed package or a source folder on ``PYTHONPATH``,
    the same data dir, ``llm.plan_model`` = ``llm.answer_model`` = the local model): each question asked
-   once with ``recall_memory`` (default ``top_k``). Scored per question: normalised exact match and
+   once with ``recall_memory`` (the arm's ``top_k``, else the default). Scored per question: normalised exact match and
    token F1 of the answer against the gold one (categories 1-4; a refusal scores 0), refusal,
    citation precision and recall against the evidence turns, recall@10 of the candidates the answer
-   model was shown (the audit's ``fused`` list, i.e. *with* planning), seconds, and the audit's
+   model was shown (the audit's ``fused`` list, i.e. *with* planning; recall@top_k for an arm shown
+   fewer than 10), seconds, and the audit's
    planner queries and output modes. ``usage_stats`` before and after gives tokens per question.
 5. **Deleted evidence**: the evidence memories of ``deleted`` sampled questions of categories 1, 2
    and 4 are deleted (``delete_memory``), and each arm is asked those questions again: the share
@@ -46,10 +47,12 @@ ANSWERED_CATEGORIES = (1, 2, 3, 4)  # scored by EM and F1; category 5 (adversari
 @dataclass(frozen=True)
 class Arm:
     """One server configuration under test: ``source`` None runs the installed package, else the
-    folder holding the ``mcp_memory/`` to run (put first on ``PYTHONPATH``)."""
+    folder holding the ``mcp_memory/`` to run (put first on ``PYTHONPATH``); ``top_k`` the recall's
+    ``top_k`` (how many candidates the answer model is shown), None for the server's default."""
 
     name: str
     source: Path | None = None
+    top_k: int | None = None
 
 
 def sample(conversations: Sequence[Conversation], per_category: int, seed: int) -> list[Question]:
@@ -123,16 +126,21 @@ def usage_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, dict
     return {op: {k: v - old.get(op, {}).get(k, 0) for k, v in counters.items()} for op, counters in new.items()}
 
 
-async def ask_arm(client: Client, questions: Sequence[Question], turns_of: dict[str, dict[str, list[str]]]
-                  ) -> dict[str, Any]:
-    """Ask every question once on an arm's server; per-question rows and the usage they cost."""
+def _ask(question: Question, top_k: int | None) -> dict[str, Any]:
+    return {"session": question.sample_id, "query": question.question, **({"top_k": top_k} if top_k else {})}
+
+
+async def ask_arm(client: Client, questions: Sequence[Question], turns_of: dict[str, dict[str, list[str]]],
+                  top_k: int | None = None) -> dict[str, Any]:
+    """Ask every question once on an arm's server (with ``top_k`` when given); per-question rows and
+    the usage they cost."""
     before = await call(client, "usage_stats", {})
     rows = []
     started = time.perf_counter()
     for number, question in enumerate(questions, 1):
         session, mapping = question.sample_id, turns_of[question.sample_id]
         asked = time.perf_counter()
-        result = await call(client, "recall_memory", {"session": session, "query": question.question})
+        result = await call(client, "recall_memory", _ask(question, top_k))
         seconds = round(time.perf_counter() - asked, 2)
         audit = (await call(client, "list_audits", {"session": session, "limit": 1, "kind": "recall"}))["audits"][0]
         detail = audit["detail"]
@@ -181,11 +189,12 @@ async def delete_evidence(client: Client, questions: Sequence[Question],
     return deleted
 
 
-async def deleted_pass(client: Client, questions: Sequence[Question]) -> list[dict[str, Any]]:
+async def deleted_pass(client: Client, questions: Sequence[Question], top_k: int | None = None
+                       ) -> list[dict[str, Any]]:
     """Ask each question whose evidence was deleted; whether it was refused, and what was answered."""
     rows = []
     for question in questions:
-        result = await call(client, "recall_memory", {"session": question.sample_id, "query": question.question})
+        result = await call(client, "recall_memory", _ask(question, top_k))
         rows.append({"sample_id": question.sample_id, "qa_index": question.qa_index, "category": question.category,
                      "refused": result["answerable"] is False, "answer": result["answer"], "gold": question.answer})
     return rows

@@ -83,11 +83,11 @@ async def evaluate(conversations: Sequence[Conversation], arms: Sequence[Arm], b
         with _server(data_dir, env, arm) as server:
             async with Client(f"http://127.0.0.1:{server.port}/mcp") as client:
                 logger.info("arm %s at %s: %d questions", arm.name, revision, len(questions))
-                asked = await ask_arm(client, questions, turns_of)
+                asked = await ask_arm(client, questions, turns_of, arm.top_k)
         for row in asked["rows"]:
             row["recall_at_10_unplanned"] = unplanned[(row["sample_id"], row["qa_index"])]
         report["arms"][arm.name] = {"source": str(arm.source) if arm.source else "installed", "revision": revision,
-                                    **asked}
+                                    "top_k": arm.top_k, **asked}
     gone = pick_deleted(questions, deleted, seed)
     with _server(data_dir, {}) as plain:
         async with Client(f"http://127.0.0.1:{plain.port}/mcp") as client:
@@ -95,7 +95,7 @@ async def evaluate(conversations: Sequence[Conversation], arms: Sequence[Arm], b
     for arm in arms:
         with _server(data_dir, env, arm) as server:
             async with Client(f"http://127.0.0.1:{server.port}/mcp") as client:
-                report["arms"][arm.name]["deleted_evidence"] = await deleted_pass(client, gone)
+                report["arms"][arm.name]["deleted_evidence"] = await deleted_pass(client, gone, arm.top_k)
     for arm_report in report["arms"].values():
         arm_report["summary"] = summarise(arm_report)
     return report
@@ -153,6 +153,7 @@ def markdown(report: dict[str, Any]) -> str:
         usage = "; ".join(f"{op}: {c.get('calls', 0)} calls, {c.get('prompt_tokens', 0)} prompt + "
                           f"{c.get('completion_tokens', 0)} completion tokens"
                           for op, c in summary["per_question_usage"].items())
+        shown = f"; top_k {arm['top_k']} (R@10 planned is recall of those)" if arm.get("top_k") else ""
         lines.append(f"- {name}: per question {usage}; deleted evidence refused "
-                     f"{summary['deleted_evidence_refused']}% of {summary['deleted_n']}; run {arm['seconds']} s")
+                     f"{summary['deleted_evidence_refused']}% of {summary['deleted_n']}; run {arm['seconds']} s{shown}")
     return "\n".join(lines) + "\n"
