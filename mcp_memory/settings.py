@@ -133,6 +133,12 @@ class RecallSettings(BaseModel):
     bigram_weight: float = Field(2.0, ge=0, description="Weight of CJK character-bigram matches (BM25's role).")
     recent_weight: float = Field(0.1, ge=0)
     window_weight: float = Field(1.0, ge=0)
+    rewrite_weight: float = Field(
+        0.5,
+        ge=0,
+        description="Scales the vector and keyword lists of the planner's rewrites (the question's own: 1); 0.5 kept"
+        " the multi-hop gain of Qwen2.5 plans and lost no question against 1 (evals/README.md).",
+    )
     neighbor_weight: float = Field(0.5, ge=0, description="Share of a neighbour's score a memory inherits.")
     neighbor_span: int = Field(2, ge=1, description="Memories on each side (by occurred_at) that count as neighbours.")
     neighbor_anchors: int = Field(30, ge=1, description="Top fused memories whose neighbours inherit score.")

@@ -27,6 +27,18 @@ def test_rrf_weights_apply_by_list_kind_and_zero_drops_a_list():
     assert fused == {"a": pytest.approx(4 / 61)}
 
 
+def test_rewrite_weight_scales_only_the_lists_of_the_planners_rewrites():
+    lists = {"vector:0": ["q"], "keyword:1": ["r"], "vector:12": ["r"], "recent": ["n"], "bigram:cjk": ["c"]}
+    fused = dict(rrf(lists, {"keyword": 2.0}, k=60, rewrite_weight=0.25))
+    assert fused == {
+        "q": pytest.approx(1 / 61),
+        "r": pytest.approx(0.25 * (2 / 61 + 1 / 61)),
+        "n": pytest.approx(1 / 61),
+        "c": pytest.approx(1 / 61),
+    }
+    assert "r" not in dict(rrf(lists, {}, k=60, rewrite_weight=0))
+
+
 def test_spread_lifts_the_neighbour_of_a_strong_match():
     fused = [("hit", 0.05), ("far", 0.02)]
     spread_scores = dict(spread(fused, {"hit": ["next"]}, weight=0.5))

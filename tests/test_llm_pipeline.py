@@ -213,6 +213,27 @@ async def test_planner_rewrite_finds_a_memory_the_original_query_misses(planning
     assert target not in detail["candidates"].get("keyword:0", [])
 
 
+async def test_rewrite_weight_zero_keeps_the_rewrites_lists_out_of_the_ranking(pg_url, work_dir, fake, empty_tables,
+                                                                                 client):
+    settings = make_settings(pg_url, work_dir, llm=_llm(fake, plan=True, answer=False), recall={"rewrite_weight": 0})
+    async with served(settings) as weighted:
+        target, *_ = await _store(
+            weighted,
+            "s-w",
+            "Order A-88213 left the warehouse with DHL on Monday",
+            "The package of tomato seeds is in the garden shed",
+            "npm is my package manager of choice",
+        )
+        query = "where is my package?"
+        plain = await client.call_tool("recall_memory", {"session": "s-w", "query": query, "top_k": 3})
+        # no identifier in the rewrite: the identifier list takes its terms from every query and keeps its weight
+        fake.script_chat(_reply(queries=["order shipped DHL warehouse"], time_window=None))
+        planned = await weighted.call_tool("recall_memory", {"session": "s-w", "query": query, "top_k": 3})
+        detail = await _last_audit(weighted, "s-w")
+    assert target in detail["candidates"]["keyword:1"]  # the rewrite found it; its list weighs nothing
+    assert planned.structured_content["memories"] == plain.structured_content["memories"]
+
+
 async def test_planner_asks_for_one_query_per_fact_and_each_finds_its_own_memory(planning, fake):
     painted, camped, *_ = await _store(
         planning,

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from mcp_memory.models import Candidate
 
-__all__ = ["adjust", "list_kind", "rrf", "spread"]
+__all__ = ["adjust", "is_rewrite", "list_kind", "rrf", "spread"]
 
 
 def list_kind(name: str) -> str:
@@ -22,20 +22,29 @@ def list_kind(name: str) -> str:
     return name.split(":", 1)[0]
 
 
-def rrf(lists: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int) -> list[tuple[str, float]]:
+def is_rewrite(name: str) -> bool:
+    """Whether a list searched a planner's rewrite (``vector:1``, ``keyword:2``), not the question (``:0``)."""
+    _, _, index = name.partition(":")
+    return index.isdigit() and index != "0"
+
+
+def rrf(
+    lists: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int, rewrite_weight: float = 1.0
+) -> list[tuple[str, float]]:
     """Fuse ranked id lists into one ranking.
 
     Args:
         lists: list name -> memory_ids, best first. A name's kind (before ``:``) picks its weight.
         weights: kind -> weight; a missing kind weighs 1.0.
         k: the RRF constant (60 in the paper).
+        rewrite_weight: multiplies the weight of a list searched with a planner's rewrite.
 
     Returns:
         (memory_id, score) pairs, highest score first, ties by memory_id ascending.
     """
     scores: dict[str, float] = {}
     for name, ids in lists.items():
-        weight = weights.get(list_kind(name), 1.0)
+        weight = weights.get(list_kind(name), 1.0) * (rewrite_weight if is_rewrite(name) else 1.0)
         if weight == 0:
             continue
         for rank, memory_id in enumerate(ids, start=1):

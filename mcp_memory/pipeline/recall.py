@@ -143,10 +143,10 @@ async def trace(
         "entity": tuning.entity_weight,
         "prf": tuning.prf_weight,
     }
-    fused = rrf(lists, weights, tuning.rrf_k)
+    fused = rrf(lists, weights, tuning.rrf_k, tuning.rewrite_weight)
     if tuning.prf_memories and fused and (feedback := await expand(ready.repository, session, query, fused, tuning)):
         lists["prf"] = feedback
-        fused = rrf(lists, weights, tuning.rrf_k)
+        fused = rrf(lists, weights, tuning.rrf_k, tuning.rewrite_weight)
     pool_size = max(top_k * 2, top_k + 10)
     if tuning.neighbor_weight > 0 and fused:
         anchors = [memory_id for memory_id, _ in fused[: tuning.neighbor_anchors]]
