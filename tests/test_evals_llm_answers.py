@@ -1,15 +1,21 @@
 """evals.llm's answer evaluation: the stratified sample, recall@10 over de-duplicated turns, the
-usage difference, the per-category summary and the arms of the command line (the run itself needs
+usage difference, the per-category summary, the arms of the command line and the plan replay's
+scripted planner (the run itself needs
 a real model and is in evals/README.md)."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
+
+import httpx
+import pytest
 
 from evals.llm.__main__ import _arms
 from evals.llm.answers import Arm, _recall_at, pick_deleted, sample, usage_delta
 from evals.llm.evaluate import markdown, summarise
+from evals.llm.replay_plans import ReplayedPlanner
 from evals.locomo_data import Conversation, Question, Turn
 
 
@@ -83,3 +89,27 @@ def test_arms_default_to_the_installed_package_and_take_a_source_folder(tmp_path
 
 def test_an_arm_can_set_the_top_k_its_questions_are_asked_with(tmp_path):
     assert _arms(["top5@5", f"old={tmp_path}@8"]) == [Arm("top5", None, 5), Arm("old", Path(tmp_path).resolve(), 8)]
+
+
+def test_a_replayed_planner_answers_each_question_with_its_recorded_plan():
+
+    rows = [{"question": "Where did Bob go?", "queries": ["Where did Bob go?", "Bob trip", "Bob travel"],
+             "time_window": None}]
+    with ReplayedPlanner(rows) as planner:
+        def ask(question: str) -> httpx.Response:
+            body = {"model": "m", "messages": [{"role": "system", "content": "plan"},
+                                               {"role": "user", "content": question}]}
+            return httpx.post(f"{planner.base_url}/chat/completions", json=body, timeout=5)
+
+        reply = ask("Where did Bob go?")
+        assert json.loads(reply.json()["choices"][0]["message"]["content"]) == {
+            "queries": ["Bob trip", "Bob travel"], "time_window": None}
+        assert ask("Who is Bob?").status_code == 400
+        assert planner.unknown == 1
+
+
+def test_two_recorded_plans_for_one_question_are_refused():
+    rows = [{"question": "q?", "queries": ["q?", "a"], "time_window": None},
+            {"question": "q?", "queries": ["q?", "b"], "time_window": None}]
+    with pytest.raises(ValueError, match="two recorded plans"):
+        ReplayedPlanner(rows)

@@ -38,7 +38,7 @@ __all__ = ["evaluate", "markdown", "summarise"]
 logger = logging.getLogger(__name__)
 
 
-def _port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -57,7 +57,7 @@ def _revision(arm: Arm) -> str | None:
 
 def _server(data_dir: Path, env: dict[str, str], arm: Arm | None = None) -> ServerProcess:
     extra = {**env, **({"PYTHONPATH": str(arm.source)} if arm and arm.source else {})}
-    return ServerProcess(data_dir, _port(), env=extra)
+    return ServerProcess(data_dir, free_port(), env=extra)
 
 
 async def evaluate(conversations: Sequence[Conversation], arms: Sequence[Arm], base_url: str, model: str,
