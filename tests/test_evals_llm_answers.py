@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from evals.llm.__main__ import _arms
-from evals.llm.answers import Arm, _recall_at, pick_deleted, sample, usage_delta
+from evals.llm.answers import Arm, pick_deleted, recall_at, sample, usage_delta
 from evals.llm.evaluate import markdown, summarise
 from evals.llm.replay_plans import ReplayedPlanner
 from evals.locomo_data import Conversation, Question, Turn
@@ -39,9 +39,9 @@ def test_the_sample_takes_n_questions_with_evidence_per_category_the_same_for_a_
 
 def test_recall_at_10_counts_every_turn_a_deduplicated_memory_stands_for():
     turns_of = {"m1": ["D1:1", "D3:4"], "m2": ["D2:2"], "m3": ["D9:9"]}
-    assert _recall_at(["m3", "m1"], turns_of, ("D3:4", "D2:2"), 10) == 0.5
-    assert _recall_at(["m3", "m1", "m2"], turns_of, ("D3:4", "D2:2"), 2) == 0.5
-    assert _recall_at(["m2", "m1"], turns_of, ("D3:4", "D2:2"), 10) == 1.0
+    assert recall_at(["m3", "m1"], turns_of, ("D3:4", "D2:2"), 10) == 0.5
+    assert recall_at(["m3", "m1", "m2"], turns_of, ("D3:4", "D2:2"), 2) == 0.5
+    assert recall_at(["m2", "m1"], turns_of, ("D3:4", "D2:2"), 10) == 1.0
 
 
 def test_usage_is_the_difference_of_each_counter_per_operation():

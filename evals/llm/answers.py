@@ -37,7 +37,7 @@ from mcp import Client
 from evals.llm.scoring import citation_scores, exact_match, token_f1
 from evals.locomo_data import Conversation, Question
 
-__all__ = ["Arm", "ask_arm", "deleted_pass", "ingest", "plain_pass", "sample"]
+__all__ = ["Arm", "ask_arm", "deleted_pass", "ingest", "plain_pass", "recall_at", "sample"]
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ async def ingest(client: Client, conversations: Sequence[Conversation], concurre
     return {"turns_of": turns_of, "seconds": seconds, "turns": sum(len(c.turns) for c in conversations)}
 
 
-def _recall_at(ranked_ids: Sequence[str], turns_of: dict[str, list[str]], evidence: Sequence[str], k: int) -> float:
+def recall_at(ranked_ids: Sequence[str], turns_of: dict[str, list[str]], evidence: Sequence[str], k: int) -> float:
     found = {dia for memory_id in ranked_ids[:k] for dia in turns_of.get(memory_id, [])}
     return len(found & set(evidence)) / len(evidence)
 
@@ -111,7 +111,7 @@ async def plain_pass(client: Client, questions: Sequence[Question], turns_of: di
         result = await call(client, "recall_memory", {"session": question.sample_id, "query": question.question,
                                                       "top_k": 10})
         ids = [memory["memory_id"] for memory in result["memories"]]
-        scores[(question.sample_id, question.qa_index)] = _recall_at(ids, turns_of[question.sample_id],
+        scores[(question.sample_id, question.qa_index)] = recall_at(ids, turns_of[question.sample_id],
                                                                      question.evidence, 10)
     return scores
 
@@ -158,7 +158,7 @@ async def ask_arm(client: Client, questions: Sequence[Question], turns_of: dict[
             "token_f1": round(token_f1(answer, gold), 4) if question.category in ANSWERED_CATEGORIES else None,
             "cited_turns": cited, "evidence": list(question.evidence),
             "citation_precision": precision, "citation_recall": recall,
-            "recall_at_10_planned": _recall_at(shown, mapping, question.evidence, 10),
+            "recall_at_10_planned": recall_at(shown, mapping, question.evidence, 10),
             "queries": detail["queries"], "time_window": detail["time_window"], "plan_notes": detail["plan_notes"],
             "answer_note": detail["answer_note"], "llm_modes": detail.get("llm_modes"),
             "llm_fallbacks": detail.get("llm_fallbacks"), "latency_ms": detail["latency_ms"], "seconds": seconds,

@@ -30,7 +30,7 @@ import anyio
 from mcp import Client
 
 from benchmarks.harness import ServerProcess
-from evals.llm.answers import call, ingest
+from evals.llm.answers import call, ingest, recall_at
 from evals.llm.evaluate import free_port
 from evals.locomo import default_data_path
 from evals.locomo_data import CATEGORY_NAMES, load_locomo
@@ -76,11 +76,6 @@ class ReplayedPlanner:
         return ChatReply(json.dumps(plan), model=PLANNER)
 
 
-def _recall_at_10(ids: Sequence[str], turns: dict[str, list[str]], evidence: Sequence[str]) -> float:
-    found = {dia for memory_id in ids[:10] for dia in turns.get(memory_id, [])}
-    return len(found & set(evidence)) / len(evidence)
-
-
 async def _ask(port: int, rows: Sequence[dict[str, Any]], turns_of: dict[str, dict[str, list[str]]]
                ) -> list[float]:
     scores = []
@@ -89,7 +84,7 @@ async def _ask(port: int, rows: Sequence[dict[str, Any]], turns_of: dict[str, di
             result = await call(client, "recall_memory", {"session": row["sample_id"], "query": row["question"],
                                                           "top_k": 10})
             ids = [memory["memory_id"] for memory in result["memories"]]
-            scores.append(_recall_at_10(ids, turns_of[row["sample_id"]], row["evidence"]))
+            scores.append(recall_at(ids, turns_of[row["sample_id"]], row["evidence"], 10))
     return scores
 
 
