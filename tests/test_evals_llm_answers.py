@@ -16,6 +16,7 @@ from evals.llm.__main__ import _arms
 from evals.llm.answers import Arm, pick_deleted, recall_at, sample, usage_delta
 from evals.llm.evaluate import markdown, summarise
 from evals.llm.replay_plans import ReplayedPlanner
+from evals.llm.replay_plans import markdown as replay_table
 from evals.locomo_data import Conversation, Question, Turn
 
 
@@ -113,3 +114,12 @@ def test_two_recorded_plans_for_one_question_are_refused():
             {"question": "q?", "queries": ["q?", "b"], "time_window": None}]
     with pytest.raises(ValueError, match="two recorded plans"):
         ReplayedPlanner(rows)
+
+
+def test_the_replay_table_names_the_baseline_its_counts_compare_with():
+    groups = {"1": {"n": 1, "recall_at_10": 50.0, "better": 1, "worse": 0},
+              "all": {"n": 1, "recall_at_10": 50.0, "better": 1, "worse": 0}}
+    only_half = replay_table({"baseline": "unplanned", "results": {"unplanned": groups, "rewrite_weight 0.5": groups}})
+    assert "better / worse than unplanned |" in only_half
+    assert "| rewrite_weight 0.5 | 50.0 | 50.0 | 1 / 0 |" in only_half
+    assert "than weight 1 |" in replay_table({"baseline": "rewrite_weight 1", "results": {"rewrite_weight 1": groups}})

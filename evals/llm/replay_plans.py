@@ -7,7 +7,7 @@ request with the recorded plan of that question, and real ``mcp-memory serve --t
 processes (one embedded PostgreSQL, the sample's conversations stored once, no answer model) are
 asked every question with ``top_k`` 10 at each ``recall.rewrite_weight`` given, plus once with no
 plan model. Scored: recall@10 of the evidence turns per LoCoMo category, and per weight how many
-questions got better or worse than weight 1 (today's default).
+questions got better or worse than weight 1 (or than unplanned when 1 is not among the weights).
 
 A real model's plans cost about 2 s each here; a replay costs milliseconds, so fusion settings can
 be compared on the plans a real model gave, all in one run. The stored data, the embedding model
@@ -119,16 +119,18 @@ async def replay(report: dict[str, Any], arm: str, weights: Sequence[float], dat
                 scores[f"rewrite_weight {weight:g}"] = await _ask(server.port, rows, turns_of)
         if planner.unknown:
             raise RuntimeError(f"{planner.unknown} planning request(s) asked a question with no recorded plan")
-    base = scores.get("rewrite_weight 1", unplanned)
+    baseline = "rewrite_weight 1" if "rewrite_weight 1" in scores else "unplanned"
+    base = scores[baseline]
     return {"source": report.get("server_env", {}), "arm": arm, "questions": len(rows),
-            "results": {name: _summary(rows, values, base) for name, values in scores.items()}}
+            "baseline": baseline, "results": {name: _summary(rows, values, base) for name, values in scores.items()}}
 
 
 def markdown(result: dict[str, Any]) -> str:
-    """One row per weight: recall@10 per category and over all, and better/worse than weight 1."""
+    """One row per weight: recall@10 per category and over all, and better/worse than the baseline."""
     categories = [k for k in next(iter(result["results"].values())) if k != "all"]
     head = " | ".join(f"{k} {CATEGORY_NAMES[int(k)]}" for k in categories)
-    lines = [f"| plans | {head} | all | better / worse than weight 1 |", "|---" * (len(categories) + 3) + "|"]
+    baseline = "weight 1" if result["baseline"] == "rewrite_weight 1" else "unplanned"
+    lines = [f"| plans | {head} | all | better / worse than {baseline} |", "|---" * (len(categories) + 3) + "|"]
     for name, groups in result["results"].items():
         cells = " | ".join(str(groups[k]["recall_at_10"]) for k in categories)
         lines.append(f"| {name} | {cells} | {groups['all']['recall_at_10']} | "
