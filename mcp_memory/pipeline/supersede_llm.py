@@ -9,7 +9,8 @@ followed by one ``<memory id="1" occurred_at="..">`` line per candidate, numbere
 ``{"superseded": [{"id", "old", "new"}], "reason": ".."}``: each pick names the old value as the older
 memory says it and the new value as the new memory says it. A pick stands only when both values are
 said there (``said_in``: 80% of the words) and differ; an id that was not a candidate (a number or a
-candidate's memory_id) is dropped. The picks that stand are marked superseded by the new memory. Each decision is one audit row of kind ``supersede``:
+candidate's memory_id) is dropped. The picks that stand are marked superseded by the new memory.
+Each decision is one audit row of kind ``supersede``:
 ``{memory_id, candidates, superseded, reason, model, mode, fallbacks, note, latency_ms}`` (``mode``: the
 structured-output mode that answered; ``fallbacks``: the modes the endpoint refused); it keeps no prompt text
 (a reason that echoes the prompt is left out, and of ids the model invented only UUIDs are
@@ -179,7 +180,9 @@ def _picked(reply: dict[str, Any], memory: NewMemory, candidates: list[Candidate
             dropped.append(ref)
             continue
         old, new = item.get("old"), item.get("new")
-        same = isinstance(old, str) and isinstance(new, str) and _WORD.findall(old.lower()) == _WORD.findall(new.lower())
+        same = (
+            isinstance(old, str) and isinstance(new, str) and _WORD.findall(old.lower()) == _WORD.findall(new.lower())
+        )
         if same or not said_in(old, candidate.content) or not said_in(new, memory.content):
             unfounded += 1
         elif candidate.memory_id not in picked:
@@ -222,7 +225,9 @@ async def find_superseded(
             detail["reason"] = _reason(reply.value)
             notes = [_dropped_note(dropped)] if dropped else []
             if unfounded:
-                notes.append(f"dropped {unfounded} pair(s) whose old or new value is not in the memories or is the same")
+                notes.append(
+                    f"dropped {unfounded} pair(s) whose old or new value is not in the memories or is the same"
+                )
             detail["note"] = "; ".join(notes) or None
             marked = await ready.repository.mark_superseded(memory.session, memory_id, picked, "llm")
             detail["superseded"] = marked
