@@ -17,7 +17,8 @@ alternate A, B, A, B on the same questions; at higher concurrency A and B runs a
 blocks of ``--requests``, ``--rounds`` times each (default 2: ABAB), and the figures are pooled;
 more, shorter rounds average out other load on a shared machine. ``--a-args`` and ``--b-args``
 add ``serve`` options to one side (say ``--b-args=--sse``). The ranked contents of
-A and B are compared call by call (memory_ids differ between databases).
+A and B are compared call by call (memory_ids differ between databases). ``--questions zh`` asks
+the mixed suite's Chinese questions instead of LoCoMo's (a session of ``benchmarks.cjk``).
 """
 
 from __future__ import annotations
@@ -30,12 +31,13 @@ from typing import Any
 
 import anyio
 
+from benchmarks import cjk
 from benchmarks.harness import McpHttp, ServerProcess, percentiles, run_load
 from benchmarks.recall import questions
 
 
 async def main(args: argparse.Namespace) -> None:
-    asked = questions(args.requests)
+    asked = cjk.questions(args.requests) if args.questions == "zh" else questions(args.requests)
     report: dict[str, Any] = {"runs": []}
     env = {"PYTHONPATH": str(args.baseline)} if args.baseline else None
     with ServerProcess(args.baseline_data_dir or args.data_dir, args.port, env=env, args=args.a_args.split()) as a, \
@@ -101,6 +103,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=2,
                         help="at concurrency > 1: A and B blocks of --requests alternate this many times each")
+    parser.add_argument("--questions", choices=["locomo", "zh"], default="locomo",
+                        help="LoCoMo's questions, or the mixed suite's Chinese ones (for a benchmarks.cjk session)")
     parser.add_argument("--json", type=Path)
     return parser
 
