@@ -121,7 +121,9 @@ class RecallSettings(BaseModel):
     max_identifier_terms: int = Field(
         4, ge=1, description="The identifier list matches at most this many of a query's identifiers, longest first."
     )
-    max_bigram_terms: int = Field(48, ge=1, description="The CJK list matches at most this many character bigrams.")
+    max_bigram_terms: int = Field(
+        48, ge=1, description="The CJK list matches at most this many character bigrams, and as many single characters."
+    )
     recent_candidates: int = Field(10, ge=0, description="Most recent memories added as a chronological list.")
     window_candidates: int = Field(20, ge=0, description="Memories inside the planner's time window.")
     rrf_k: int = Field(
@@ -131,6 +133,13 @@ class RecallSettings(BaseModel):
     keyword_weight: float = Field(2.0, ge=0, description="BM25 outranks MiniLM vectors on LoCoMo (63.5 vs 42.2 @10).")
     trigram_weight: float = Field(1.0, ge=0, description="Weight of pg_trgm matches of identifiers.")
     bigram_weight: float = Field(2.0, ge=0, description="Weight of CJK character-bigram matches (BM25's role).")
+    cjk_unigram_weight: float = Field(
+        0.5,
+        ge=0,
+        description="In the CJK list each single character of the question scores its idf times this, beside the"
+        " bigrams (0: bigrams only); on the mixed suite's Chinese questions it finds memories that share a"
+        " character but no bigram with the question (evals/README.md).",
+    )
     recent_weight: float = Field(0.1, ge=0)
     window_weight: float = Field(1.0, ge=0)
     rewrite_weight: float = Field(

@@ -99,7 +99,7 @@ async def empty_tables(pg_url: str, deps: Deps) -> None:
     connection = await asyncpg.connect(pg_url, server_settings={"lock_timeout": "30s"})
     try:
         await connection.execute(
-            "TRUNCATE memories, memory_chunks, memory_terms, memory_supersessions, audits, llm_usage, usage_resets, idempotency_keys"
+            "TRUNCATE memories, memory_chunks, memory_terms, memory_grams, memory_supersessions, audits, llm_usage, usage_resets, idempotency_keys"
         )
     except asyncpg.exceptions.LockNotAvailableError:
         pytest.fail(f"TRUNCATE waited 30 s for locks held by: {await lock_holders(connection)}")

@@ -71,7 +71,7 @@ async def test_every_table_with_session_rows_has_session_in_every_key_and_the_re
     session_tables = {row["table"] for row in catalog["tables"] if row["has_session"]}
     others = {row["table"] for row in catalog["tables"] if not row["has_session"]}
     assert others == set(REFERENCE_TABLES)
-    assert {"memories", "memory_chunks", "memory_terms", "memory_supersessions", "memory_stats", "audits",
+    assert {"memories", "memory_chunks", "memory_terms", "memory_grams", "memory_supersessions", "memory_stats", "audits",
             "llm_usage", "idempotency_keys"} <= session_tables
 
     keys = {(row["table"], row["index"]): set(row["columns"]) for row in catalog["unique"]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import asyncpg
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from mcp_memory.db import migrate as migrations
+from mcp_memory.pipeline.search import CJK_CHARACTERS
 from databases import database_at
 
 pytestmark = pytest.mark.anyio
@@ -162,3 +164,56 @@ async def test_migration_012_gives_memories_stored_at_infinity_the_time_they_wer
         ids[0]: "2025-01-01 08:00", ids[1]: "2025-01-02 08:00", ids[2]: "2024-05-01 10:00"
     }
     assert version_after != version_before  # in-memory copies of the session are rebuilt
+
+
+def _python_grams(text: str) -> set[str]:
+    """What the CJK list can ask for: the characters and adjacent pairs of each CJK run."""
+    runs = re.findall(CJK_CHARACTERS + "+", text)
+    return {run[i : i + n] for run in runs for n in (1, 2) for i in range(len(run) - n + 1)}
+
+
+async def test_migration_013_indexes_the_cjk_grams_of_memories_already_stored_and_of_new_ones(pg_url):
+    """A database at migration 012 holding a Chinese memory upgrades with its characters and
+    character pairs in memory_grams; later inserts are indexed by the trigger, deletes cascade, and
+    English text has no rows. The SQL's CJK ranges are the query side's (search._CJK_RUN)."""
+    texts = ["王芳换了新手机号：186 5718 1687，旧号已停用。", "Alice moved to Lisbon.",
+             "牙 pain; 東京タワーに行った, 서울에서 만나요 and 看牙医 ☕️ 𠀀"]
+    async with database_at(pg_url, 12) as url:
+        connection = await asyncpg.connect(url)
+        try:
+            await connection.execute(
+                "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, embedding,"
+                " embedding_model) VALUES ('s', $1, $2, '\\x01', now(), $3::real[]::vector, 'm')",
+                uuid.uuid4(), texts[0], [1.0] + [0.0] * 383,
+            )
+        finally:
+            await connection.close()
+
+        await migrations.migrate(url, "m", 384)
+
+        connection = await asyncpg.connect(url)
+        try:
+            backfilled = {r["gram"] for r in await connection.fetch("SELECT gram FROM memory_grams")}
+            ids = {}
+            for number, text in enumerate(texts[1:], start=1):
+                ids[text] = uuid.uuid4()
+                await connection.execute(
+                    "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, embedding,"
+                    " embedding_model) VALUES ('s', $1, $2, $3, now(), $4::real[]::vector, 'm')",
+                    ids[text], text, bytes([number + 1]), [1.0] + [0.0] * 383,
+                )
+            grams = {
+                text: {r["gram"] for r in await connection.fetch("SELECT gram FROM memory_grams WHERE memory_id = $1",
+                                                                 memory_id)}
+                for text, memory_id in ids.items()
+            }
+            await connection.execute("DELETE FROM memories WHERE memory_id = $1", ids[texts[2]])
+            left = {r["gram"] for r in await connection.fetch("SELECT DISTINCT gram FROM memory_grams")}
+        finally:
+            await connection.close()
+    assert backfilled == _python_grams(texts[0])
+    assert {"王", "王芳", "号", "手机", "机号"} <= backfilled and "号：" not in backfilled
+    assert grams[texts[1]] == set()
+    assert grams[texts[2]] == _python_grams(texts[2])
+    assert {"牙", "看牙", "東京", "タワ", "서울", "에서"} <= grams[texts[2]]
+    assert left == backfilled

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 
 import asyncpg
 import pytest
 
-from mcp_memory.pipeline.search import trigram_terms
+from mcp_memory.pipeline.search import cjk_bigrams, cjk_characters, trigram_terms
 
 pytestmark = pytest.mark.anyio
 
@@ -197,3 +198,47 @@ async def test_a_stored_embedding_stays_in_the_row_even_when_the_row_outgrows_a_
     finally:
         await connection.close()
     assert toasted is False
+
+
+def test_cjk_characters_are_each_character_of_the_runs_once_in_order():
+    assert cjk_characters(["号码联系王芳", "王芳工作"]) == ["号", "码", "联", "系", "王", "芳", "工", "作"]
+    assert cjk_characters([]) == []
+
+
+# Wang Fang's memories: the question shares the character 号 with her new number ("手机号") but no
+# bigram other than her name, which every memory has (idf about 0).
+WANG_FANG = [
+    "王芳换了新手机号：186 5718 1687，旧的已经停用。",
+    "王芳去体育馆看了王菲的演唱会。",
+    "王芳让我提醒一下要还图书馆的书。",
+    "王芳和小李在商场里的日料店吃了火锅。",
+    "王芳最近在看《三体》，觉得挺有意思。",
+    "王芳最喜欢喝普洱。",
+]
+
+
+async def test_a_chinese_question_finds_a_memory_that_shares_only_a_character(client, deps):
+    """Through the tool, the CJK list puts the new number first (default weight 0.5). On the
+    repository, with the characters' weight 0 (bigrams only, as before) all six memories tie on
+    the name; with 0.5 the memory holding 号 scores above the rest, by the idf the test works out."""
+    ids = await _store_all(client, "s-zh-number", WANG_FANG)
+    question = "现在应该打哪个号码联系王芳？"
+    _, candidates = await _recall_with_audit(client, "s-zh-number", question)
+    assert candidates["bigram:cjk"][0] == ids[0]
+
+    ready = await deps.ready()
+    [run] = trigram_terms([question])[0]
+    bigrams, characters = cjk_bigrams([run]), cjk_characters([run])
+    scores = {}
+    for weight in (0.0, 0.5):
+        found = await ready.repository.gram_search(
+            "s-zh-number", bigrams + characters, 100, [1.0] * len(bigrams) + [weight] * len(characters)
+        )
+        scores[weight] = dict(found)
+    assert sorted(scores[0.0]) == sorted(ids)
+    assert len({round(score, 9) for score in scores[0.0].values()}) == 1  # the name alone: no order
+    n = len(WANG_FANG)
+    idf = {df: math.log(1 + (n - df + 0.5) / (df + 0.5)) for df in (1, n)}  # BM25's, as the repository's
+    # The new number adds half the idf of 王 and 芳 (in all six) and of 号 (in it alone).
+    assert scores[0.5][ids[0]] - scores[0.0][ids[0]] == pytest.approx(0.5 * (2 * idf[n] + idf[1]))
+    assert scores[0.5][ids[0]] > max(score for memory_id, score in scores[0.5].items() if memory_id != ids[0])

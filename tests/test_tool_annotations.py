@@ -12,7 +12,7 @@ from tools import call, store
 pytestmark = pytest.mark.anyio
 
 # Everything a tool call can change apart from the audit trail (a recall's audit row is a log, not state).
-STATE_TABLES = ("memories", "memory_chunks", "memory_terms", "memory_supersessions", "llm_usage", "usage_resets")
+STATE_TABLES = ("memories", "memory_chunks", "memory_terms", "memory_grams", "memory_supersessions", "llm_usage", "usage_resets")
 
 
 async def _state(pg_url: str) -> dict[str, str]:

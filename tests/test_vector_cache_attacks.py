@@ -85,7 +85,7 @@ async def test_truncate_then_late_commit_then_store_drops_the_truncated_memory(c
         await late.execute("SELECT now()")  # created_at fixed before X's
         x = await put(repo, "s-t", [unit(near=q, cos=0.9)])
         assert ids((await cache.nearest(repo, "s-t", [q], 5, 800))[0]) == [x]  # copy {X}: n=1 changes=1
-        await admin.execute("TRUNCATE memories, memory_chunks, memory_terms, memory_supersessions")
+        await admin.execute("TRUNCATE memories, memory_chunks, memory_terms, memory_grams, memory_supersessions")
         y = await _insert_raw(late, "s-t", unit(near=q, cos=0.5), model)
         await tx.commit()  # n=1 changes=1 again
         z = await put(repo, "s-t", [unit(near=q, cos=0.3)])  # n=2 changes=2; delta since X = {Z}
@@ -108,7 +108,7 @@ async def test_truncate_and_restore_with_original_created_at_reloads_the_copy(cl
     admin = await asyncpg.connect(pg_url)
     await register_vector(admin)
     try:
-        await admin.execute("TRUNCATE memories, memory_chunks, memory_terms, memory_supersessions")
+        await admin.execute("TRUNCATE memories, memory_chunks, memory_terms, memory_grams, memory_supersessions")
         for cos in (0.7, 0.6):  # two rows from the backup, created last year
             await _insert_raw(admin, "s-r", unit(near=q, cos=cos), model, "now() - interval '1 year'")
     finally:

@@ -220,24 +220,33 @@ class RetrievalQueries:
         rows = await self._run(work)
         return [(str(row["memory_id"]), float(row["sim"])) for row in rows]
 
-    async def substring_search(self, session: str, terms: list[str], limit: int) -> list[tuple[str, float]]:
-        """Memories containing any of ``terms`` as a substring, by the sum of the terms' idf.
+    async def gram_search(
+        self, session: str, terms: list[str], limit: int, weights: list[float] | None = None
+    ) -> list[tuple[str, float]]:
+        """Memories containing any of ``terms`` (CJK characters and character bigrams), by the sum of
+        the terms' idf, each times its weight (``weights``, parallel to ``terms``; 1 when None).
 
-        idf is BM25's ``ln(1 + (N - df + 0.5) / (df + 0.5))`` over the session. ``strpos``
-        treats the terms as plain text (no LIKE wildcards). Used for CJK character bigrams.
+        idf is BM25's ``ln(1 + (N - df + 0.5) / (df + 0.5))`` over the session, N from
+        ``memory_stats``. A memory contains a term when its content does (as ``strpos`` would say);
+        the postings come from ``memory_grams`` (migration 013), which holds every CJK character
+        and pair of adjacent CJK characters of each memory, read by primary key.
         """
+        if weights is None:
+            weights = [1.0] * len(terms)
+        if len(weights) != len(terms):
+            raise ValueError(f"gram_search: {len(terms)} terms but {len(weights)} weights")
         sql = """
-            WITH t AS (SELECT DISTINCT unnest($2::text[]) AS term),
+            WITH t AS (SELECT term, max(weight) AS weight
+                       FROM unnest($2::text[], $4::float8[]) AS u(term, weight) GROUP BY term),
             hits AS MATERIALIZED (
-                SELECT m.memory_id, t.term FROM memories m JOIN t ON strpos(m.content, t.term) > 0
-                WHERE m.session = $1),
+                SELECT g.memory_id, t.term, t.weight FROM t JOIN memory_grams g ON g.session = $1 AND g.gram = t.term),
             df AS (SELECT term, count(*)::float8 AS df FROM hits GROUP BY term),
-            stats AS (SELECT count(*)::float8 AS n FROM memories WHERE session = $1)
-            SELECT hits.memory_id, sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))) AS score
+            stats AS (SELECT coalesce(sum(n), 0)::float8 AS n FROM memory_stats WHERE session = $1)
+            SELECT hits.memory_id, sum(hits.weight * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))) AS score
             FROM hits JOIN df USING (term) CROSS JOIN stats
-            GROUP BY hits.memory_id ORDER BY score DESC, hits.memory_id LIMIT $3
+            GROUP BY hits.memory_id HAVING sum(hits.weight) > 0 ORDER BY score DESC, hits.memory_id LIMIT $3
         """
-        rows = await self._run(lambda c: c.fetch(sql, session, terms, limit))
+        rows = await self._run(lambda c: c.fetch(sql, session, terms, limit, weights))
         return [(str(row["memory_id"]), float(row["score"])) for row in rows]
 
     async def embeddings(self, session: str, memory_ids: list[str]) -> dict[str, np.ndarray]:

@@ -26,12 +26,14 @@ from mcp_memory.models import Plan
 from mcp_memory.settings import RecallSettings
 from mcp_memory.embedding.vector_cache import VectorCache
 
-__all__ = ["Searched", "cjk_bigrams", "query_names", "search", "trigram_terms"]
+__all__ = ["CJK_CHARACTERS", "Searched", "cjk_bigrams", "cjk_characters", "query_names", "search", "trigram_terms"]
 
 logger = logging.getLogger(__name__)
 
-# Runs of Han, kana and Hangul: text without spaces between words.
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]{2,}")
+# Han, kana and Hangul: text without spaces between words. Migration 013's memory_cjk_grams indexes
+# memories by the same ranges (a test compares the two).
+CJK_CHARACTERS = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]"
+_CJK_RUN = re.compile(CJK_CHARACTERS + "{2,}")
 # Identifiers: tokens holding a digit, or joined by - _ . / (order numbers, file names, error codes).
 _IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:[-_./:#][A-Za-z0-9]+)+|[A-Za-z]*\d[A-Za-z0-9]*")
 # ... but not hyphenated words ("self-portrait", "open-world", "Jean-Luc"): BM25 already has them
@@ -70,6 +72,16 @@ def cjk_bigrams(runs: list[str]) -> list[str]:
     CJKBigramFilter).
     """
     return list(dict.fromkeys(run[i : i + 2] for run in runs for i in range(len(run) - 1)))
+
+
+def cjk_characters(runs: list[str]) -> list[str]:
+    """The single characters of CJK runs, each once, in order.
+
+    A question and the memory that answers it often share a word's character but no bigram
+    ("看牙" and "补了一颗牙", "号码" and "手机号"); indexing characters beside bigrams is the usual
+    remedy for Chinese retrieval, and idf keeps the common ones (的, 了, the session's own name) near 0.
+    """
+    return list(dict.fromkeys(character for run in runs for character in run))
 
 
 def trigram_terms(queries: list[str]) -> tuple[list[str], list[str]]:
@@ -138,6 +150,7 @@ async def search(
     # the most selective (more trigrams to share), and a question has far fewer than the caps.
     identifiers = sorted(identifiers, key=len, reverse=True)[: settings.max_identifier_terms]
     bigrams = cjk_bigrams(cjk)[: settings.max_bigram_terms]
+    characters = cjk_characters(cjk)[: settings.max_bigram_terms] if settings.cjk_unigram_weight else []
     started = time.perf_counter()
 
     async def vector_lists() -> None:
@@ -170,8 +183,9 @@ async def search(
         hits = await repository.trigram_search(session, terms, settings.keyword_candidates, threshold)
         lists[name] = [memory_id for memory_id, _ in hits]
 
-    async def bigram_list(terms: list[str]) -> None:
-        hits = await repository.substring_search(session, terms, settings.keyword_candidates)
+    async def cjk_list() -> None:
+        weights = [1.0] * len(bigrams) + [settings.cjk_unigram_weight] * len(characters)
+        hits = await repository.gram_search(session, bigrams + characters, settings.keyword_candidates, weights)
         lists["bigram:cjk"] = [memory_id for memory_id, _ in hits]
 
     async def entity_list(names: list[str]) -> None:
@@ -194,7 +208,7 @@ async def search(
             for number, query in enumerate(plan.queries):
                 group.start_soon(keyword_list, number, query)
             if bigrams:
-                group.start_soon(bigram_list, bigrams)
+                group.start_soon(cjk_list)
             if identifiers:
                 group.start_soon(trigram_list, "trigram:id", identifiers, _IDENTIFIER_THRESHOLD)
             if settings.entity_weight and (names := query_names(plan.queries[0])):
