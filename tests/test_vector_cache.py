@@ -144,7 +144,7 @@ async def test_a_truncated_and_refilled_session_is_not_taken_for_the_old_one(cli
     await _assert_same_as_postgres(ready, cache, "s-trunc")
     connection = await asyncpg.connect(pg_url)
     try:
-        await connection.execute("TRUNCATE memories, memory_chunks, memory_terms, memory_supersessions")
+        await connection.execute("TRUNCATE memories, memory_chunks, memory_terms, memory_grams, memory_supersessions")
     finally:
         await connection.close()
     refilled = [await _store(client, "s-trunc", text) for text in TEXTS[3:6]]

@@ -138,7 +138,7 @@ async def test_memory_stats_truncated_with_the_tables_then_a_restore_and_a_store
     try:
         a = await raw_insert(admin, "s-reset", [q], model)  # copy: {A}, n=1 changes=1
         await same_as_postgres(repo, cache, "s-reset", [q], 5)
-        await admin.execute("TRUNCATE memories, memory_chunks, memory_terms, memory_supersessions, memory_stats")
+        await admin.execute("TRUNCATE memories, memory_chunks, memory_terms, memory_grams, memory_supersessions, memory_stats")
         restored = await raw_insert(admin, "s-reset", [unit(rng)], model, created_at="now() - interval '1 day'")
         b = await raw_insert(admin, "s-reset", [unit(rng)], model)  # n=2 changes=2; delta = {B}
     finally:
