@@ -12,10 +12,12 @@ The mixed suite (``evals/cases/mixed.json``) holds a few hundred Chinese memorie
 questions. ``--size`` memories of session ``bench-zh-<size>`` cycle through those texts as
 ``benchmarks.load`` does with English ones (each text embedded once with the server's model, later
 uses with N(0, 0.01^2) noise; one minute apart), with the indexes dropped and rebuilt around the
-load. ``--store`` instead stores each text ``--rounds`` times through each of two servers, alternating A
-and B (A: the package under ``--baseline``), each on its own database under ``--data-dir`` (``a/``,
-``b/``) so that B's migrations stay out of A's, and prints client-side milliseconds per store. ``questions()`` gives the Chinese questions to ``benchmarks.compare --questions zh``. Every
+load. ``questions()`` gives the Chinese questions to ``benchmarks.compare --questions zh``. Every
 recall of them runs the CJK list (bigrams and single characters), which English questions never do.
+
+``--store`` instead stores each text ``--rounds`` times through each of two servers, alternating A
+and B (A: the package under ``--baseline``), each on its own database under ``--data-dir`` (``a/``,
+``b/``) so that B's migrations stay out of A's, and prints client-side milliseconds per store.
 """
 
 from __future__ import annotations

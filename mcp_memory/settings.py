@@ -134,11 +134,7 @@ class RecallSettings(BaseModel):
     trigram_weight: float = Field(1.0, ge=0, description="Weight of pg_trgm matches of identifiers.")
     bigram_weight: float = Field(2.0, ge=0, description="Weight of CJK character-bigram matches (BM25's role).")
     cjk_unigram_weight: float = Field(
-        0.5,
-        ge=0,
-        description="In the CJK list each single character of the question scores its idf times this, beside the"
-        " bigrams (0: bigrams only); on the mixed suite's Chinese questions it finds memories that share a"
-        " character but no bigram with the question (evals/README.md).",
+        0.5, ge=0, description="In the CJK list a question's single characters score idf x this beside its bigrams."
     )
     recent_weight: float = Field(0.1, ge=0)
     window_weight: float = Field(1.0, ge=0)

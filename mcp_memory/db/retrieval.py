@@ -221,18 +221,16 @@ class RetrievalQueries:
         return [(str(row["memory_id"]), float(row["sim"])) for row in rows]
 
     async def gram_search(
-        self, session: str, terms: list[str], limit: int, weights: list[float] | None = None
+        self, session: str, terms: list[str], limit: int, weights: list[float]
     ) -> list[tuple[str, float]]:
         """Memories containing any of ``terms`` (CJK characters and character bigrams), by the sum of
-        the terms' idf, each times its weight (``weights``, parallel to ``terms``; 1 when None).
+        the terms' idf, each times its weight (``weights``, parallel to ``terms``).
 
         idf is BM25's ``ln(1 + (N - df + 0.5) / (df + 0.5))`` over the session, N from
         ``memory_stats``. A memory contains a term when its content does (as ``strpos`` would say);
         the postings come from ``memory_grams`` (migration 013), which holds every CJK character
         and pair of adjacent CJK characters of each memory, read by primary key.
         """
-        if weights is None:
-            weights = [1.0] * len(terms)
         if len(weights) != len(terms):
             raise ValueError(f"gram_search: {len(terms)} terms but {len(weights)} weights")
         sql = """
@@ -244,7 +242,7 @@ class RetrievalQueries:
             stats AS (SELECT coalesce(sum(n), 0)::float8 AS n FROM memory_stats WHERE session = $1)
             SELECT hits.memory_id, sum(hits.weight * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))) AS score
             FROM hits JOIN df USING (term) CROSS JOIN stats
-            GROUP BY hits.memory_id HAVING sum(hits.weight) > 0 ORDER BY score DESC, hits.memory_id LIMIT $3
+            GROUP BY hits.memory_id ORDER BY score DESC, hits.memory_id LIMIT $3
         """
         rows = await self._run(lambda c: c.fetch(sql, session, terms, limit, weights))
         return [(str(row["memory_id"]), float(row["score"])) for row in rows]
