@@ -115,9 +115,7 @@ class RecallSettings(BaseModel):
 
     vector_candidates: int = Field(100, ge=1, description="Candidates from vector search per query.")
     keyword_candidates: int = Field(100, ge=1, description="Candidates from keyword search per query.")
-    max_keyword_terms: int = Field(
-        32, ge=1, description="BM25 uses at most this many of a query's words, the rarest in the session first."
-    )
+    max_keyword_terms: int = Field(32, ge=1, description="BM25 reads at most this many of a query's words, rarest first.")
     max_identifier_terms: int = Field(
         4, ge=1, description="The identifier list matches at most this many of a query's identifiers, longest first."
     )
@@ -205,6 +203,9 @@ class SupersedeSettings(BaseModel):
     candidates: int = Field(5, ge=1, le=32, description="Nearest current memories shown to the model per store.")
     min_similarity: float = Field(
         0.5, ge=-1.0, le=1.0, description="Cosine similarity (1 - distance) a memory needs to be shown to the model."
+    )
+    keyword_candidates: int = Field(
+        2, ge=0, le=32, description="Also shown: the best keyword matches (BM25, CJK bigrams) not among the nearest."
     )
 
 

@@ -97,7 +97,8 @@ def test_bad_arguments_exit_2_before_anything_is_stored(extra, message, capsys):
 
 
 # The end-to-end run: similarities from the real model (MiniLM) put BERLIN alone near LISBON, MONDAY alone
-# near THURSDAY (0.88), both meeting memories near WEEKLY (0.87, 0.84), and nothing near INVOICE.
+# near THURSDAY (0.88), both meeting memories near WEEKLY (0.87, 0.84), and nothing near INVOICE. The runs
+# show the vector candidates only (supersede.keyword_candidates 0: "Alice" alone would show BERLIN to MONDAY).
 BERLIN = "Alice lives in Berlin, in a flat in Kreuzberg."
 MONDAY = "Alice's team meeting is on Mondays at 10:00."
 LISBON = "Alice moved from Berlin to Lisbon; she lives in Lisbon now."
@@ -119,7 +120,8 @@ def _judge(body: dict[str, Any]) -> ChatReply:
 
 
 @pytest.fixture
-def cases(tmp_path: Path) -> Path:
+def cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("MCP_MEMORY_SUPERSEDE__KEYWORD_CANDIDATES", "0")
     contents = [BERLIN, MONDAY, LISBON, THURSDAY, INVOICE, WEEKLY]
     memories = [{"id": f"t{i}", "session": "user:test", "language": "en", "content": content,
                  "occurred_at": f"2024-0{i}-01T09:00:00+00:00"} for i, content in enumerate(contents, start=1)]

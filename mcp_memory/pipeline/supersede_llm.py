@@ -2,9 +2,11 @@
 
 After a new (not de-duplicated) memory is stored, its nearest current memories in the session
 (``supersede.candidates`` of them, each at least ``supersede.min_similarity`` cosine similarity
-to one of its windows, and none that happened after it) are shown to ``llm.supersede_model``.
+to one of its windows, and none that happened after it), then its best keyword matches among the
+other current memories (``supersede.keyword_candidates``: BM25 and CJK bigrams, any similarity), are
+shown to ``llm.supersede_model``.
 The user message is the new memory as ``<new_memory occurred_at="Sat 1 March 2025 09:00 UTC">``
-followed by one ``<memory id="1" occurred_at="..">`` line per candidate, numbered 1..n nearest first
+followed by one ``<memory id="1" occurred_at="..">`` line per candidate, numbered 1..n in that order
 (a UUID costs a small model about 25 tokens to read and again to copy); the model replies with JSON
 ``{"superseded": [{"id", "old", "new"}], "reason": ".."}``: each pick names the old value as the older
 memory says it and the new value as the new memory says it. A pick stands only when both values are
@@ -29,6 +31,7 @@ import re
 import time
 import uuid
 from datetime import datetime
+from itertools import zip_longest
 from typing import Any
 
 import numpy as np
@@ -38,6 +41,7 @@ from mcp_memory.errors import MalformedReply, ProviderError
 from mcp_memory.models import Candidate, NewMemory
 from mcp_memory.pipeline.answer import when
 from mcp_memory.pipeline.audit import record
+from mcp_memory.pipeline.search import cjk_bigrams, trigram_terms
 
 __all__ = ["SUPERSEDE_SCHEMA", "find_superseded"]
 
@@ -82,7 +86,7 @@ def _fence(tag: str, ref: str | None, occurred_at: datetime, content: str) -> st
 
 
 def prompt(memory: NewMemory, candidates: list[Candidate]) -> str:
-    """The user message: the new memory, then one line per candidate, nearest first, numbered 1..n
+    """The user message: the new memory, then one line per candidate, in the order given, numbered 1..n
     (a UUID costs a model about 25 tokens to read and to copy back)."""
     lines = [_fence("new_memory", None, memory.occurred_at, memory.content)]
     lines += [_fence("memory", str(number), c.occurred_at, c.content) for number, c in enumerate(candidates, 1)]
@@ -97,10 +101,27 @@ def said_in(value: Any, text: str) -> bool:
     return bool(words) and sum(word in haystack for word in words) >= 0.8 * len(words)
 
 
+async def _keyword_near(ready: Ready, memory: NewMemory, depth: int) -> list[str]:
+    """The session's best keyword matches for the new memory's text, best first: BM25 over its
+    words, and, when it holds CJK text, shared CJK bigrams, interleaved. They find an update that
+    shares only a name or a value with what it replaces ("MySQL"; 星河科技), which the vectors rank
+    below ``supersede.min_similarity`` (cosine 0.16 for the MySQL pair of the mixed suite)."""
+    recall = ready.settings.recall
+    words = await ready.repository.keyword_search(memory.session, memory.content, depth, recall.max_keyword_terms)
+    lists = [[found_id for found_id, _ in words]]
+    bigrams = cjk_bigrams(trigram_terms([memory.content])[0])[: recall.max_bigram_terms]
+    if bigrams:
+        grams = await ready.repository.gram_search(memory.session, bigrams, depth, [1.0] * len(bigrams))
+        lists.append([found_id for found_id, _ in grams])
+    interleaved = (found_id for row in zip_longest(*lists) for found_id in row if found_id is not None)
+    return list(dict.fromkeys(interleaved))
+
+
 async def _candidates(
     ready: Ready, memory: NewMemory, memory_id: str, vectors: list[np.ndarray], exclude: list[str]
 ) -> list[Candidate]:
-    """The nearest current memories that happened no later than ``memory``, nearest first."""
+    """The nearest current memories that happened no later than ``memory``, nearest first, then up to
+    ``supersede.keyword_candidates`` of its best keyword matches that are not among them."""
     tuning = ready.settings.supersede
     skip = {memory_id, *exclude}
     depth = 2 * tuning.candidates + len(skip)
@@ -116,13 +137,22 @@ async def _candidates(
         for found_id, distance in sorted(best.items(), key=lambda item: (item[1], item[0]))
         if found_id not in skip and 1.0 - distance >= tuning.min_similarity
     ]
-    rows = await ready.repository.fetch(memory.session, near)
-    current = [
-        row
-        for row in (rows.get(found_id) for found_id in near)
-        if row is not None and row.superseded_by is None and row.occurred_at <= memory.occurred_at
-    ]
-    return current[: tuning.candidates]
+    matched: list[str] = []
+    if tuning.keyword_candidates:
+        keyword_depth = 2 * (tuning.candidates + tuning.keyword_candidates) + len(skip)
+        matched = [found_id for found_id in await _keyword_near(ready, memory, keyword_depth) if found_id not in skip]
+    rows = await ready.repository.fetch(memory.session, list(dict.fromkeys(near + matched)))
+
+    def current(ids: list[str]) -> list[Candidate]:
+        return [
+            row
+            for row in (rows.get(found_id) for found_id in ids)
+            if row is not None and row.superseded_by is None and row.occurred_at <= memory.occurred_at
+        ]
+
+    nearest = current(near)[: tuning.candidates]
+    shown = {c.memory_id for c in nearest}
+    return nearest + [c for c in current(matched) if c.memory_id not in shown][: tuning.keyword_candidates]
 
 
 def _uuid_text(item: str) -> str | None:
