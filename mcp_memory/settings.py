@@ -207,6 +207,7 @@ class SupersedeSettings(BaseModel):
     keyword_candidates: int = Field(
         2, ge=0, le=32, description="Also shown: the best keyword matches (BM25, CJK bigrams) not among the nearest."
     )
+    check_words: bool = Field(True, description="A pick stands only when the words show an update; false trusts the model.")
 
 
 _ENV_PREFIX = "MCP_MEMORY_"

@@ -13,7 +13,7 @@ from mcp import Client
 from conftest import make_settings
 from mcp_memory.deps import Deps
 from mcp_memory.models import Candidate
-from mcp_memory.pipeline.implicit_updates import _content, is_update, prefer_newer
+from mcp_memory.pipeline.implicit_updates import confirms_update, _content, is_update, prefer_newer
 from mcp_memory.server import build_server
 from tools import call, store
 
@@ -27,6 +27,8 @@ T0 = datetime(2024, 1, 1, tzinfo=UTC)
         ("The SOC 2 audit evidence is due on 27 July 2024.", "The SOC 2 audit evidence is due on 1 September 2024."),
         ("Alice lives in Berlin, in a flat near the old town.", "Alice moved from Berlin to Lisbon for a new role."),
         ("CI runs on Jenkins; the pipeline is in the Jenkinsfile.", "CI moved from Jenkins to GitHub Actions."),
+        ("Alice has been at Northwind since 2021, in the analytics team.",
+         "Alice accepted an offer from Contoso; the last day at Northwind was Friday."),
         ("Tom's billing contact is tom@kestrel.example.", "Tom changed the billing contact from tom@kestrel.example to billing@kestrel.example."),
         ("王芳的家庭医生是社区医院的吴医生。", "王芳的家庭医生是仁和诊所的王医生。"),
         ("王芳在南京已经生活三年了。", "王芳从南京搬到了杭州，换了新工作。"),
@@ -52,6 +54,23 @@ def test_is_update_finds_a_restated_or_a_marked_change_of_the_same_subjects_valu
 )
 def test_is_update_leaves_other_subjects_other_predicates_and_events_alone(older: str, newer: str) -> None:
     assert not is_update(older, newer, similarity=0.8)
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "similarity", "expected"),
+    [
+        ("Atlas stores invoices in MySQL 8 on RDS.",  # a marker naming the old value; subject not repeated
+         "The migration from MySQL to PostgreSQL 16 is finished; MySQL stays read-only until switch-off.", 0.16, True),
+        ("Kenji Sato asked for a refund of INV-813807.", "Finance paid out the refund for INV-813807 today.", 0.6, True),
+        ("Alice lives in Berlin.", "Alice moved from Berlin to Lisbon.", 0.8, True),  # is_update
+        ("Bob had lunch with Anya at an Italian trattoria.", "Bob had lunch with Sam at an Italian trattoria.", 0.9,
+         False),  # the same shape with another value: an event, not an update
+        ("Bob recommended Project Hail Mary to Ben.", "Bob recommended Stoner to Ben.", 0.7, False),
+        ("Alice lives in Berlin.", "Alice lives in Berlin.", 1.0, False),
+    ],
+)
+def test_confirms_update_bears_out_a_models_pick_only_in_the_words(older, newer, similarity, expected) -> None:
+    assert confirms_update(older, newer, similarity) is expected
 
 
 def test_is_update_needs_the_vectors_to_agree_and_different_texts() -> None:

@@ -35,9 +35,10 @@ import numpy as np
 
 from mcp_memory.deps import Ready
 from mcp_memory.models import Candidate
+from mcp_memory.pipeline.search import trigram_terms
 from mcp_memory.pipeline.supersede import asks_about_past
 
-__all__ = ["FRAME_SIMILARITY", "MARKER_SIMILARITY", "is_update", "order_updates", "prefer_newer"]
+__all__ = ["FRAME_SIMILARITY", "MARKER_SIMILARITY", "confirms_update", "is_update", "order_updates", "prefer_newer"]
 
 FRAME_SIMILARITY = 0.6  # cosine of a restated pair
 MARKER_SIMILARITY = 0.5  # cosine of a pair whose newer memory marks a change
@@ -46,7 +47,7 @@ _COPULAS = frozenset({"is", "are", "was", "were", "是", "为"})
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’.+-]*|[\u3400-\u9fff]")  # a word, or one CJK character
 _MARKER = re.compile(
     r"\b(?:now|no longer|instead of|moved|relocated|switched|changed|swapped|renamed|upgraded|downgraded|slipped"
-    r"|postponed|raised|lowered|left|sold|traded in|has a new|new (?:mobile|phone|number|address|email|job|role"
+    r"|postponed|raised|lowered|left|last day|sold|traded in|has a new|new (?:mobile|phone|number|address|email|job|role"
     r"|owner)|from now on)\b|\bfrom\b[^.;:]*\bto\b"
     r"|换了|换成|改到|改成|改为|搬到|搬去|搬家|迁移到|推迟|不再|停用|调去|离职|从[^，。；]{1,20}(?:到|成|为)",
     re.IGNORECASE,
@@ -164,6 +165,26 @@ def is_update(older: str, newer: str, similarity: float) -> bool:
         return False
     x, y = _words(older), _words(newer)
     return (similarity >= FRAME_SIMILARITY and _restated(x.lead, y.lead)) or _marked_change(x, y)
+
+
+def confirms_update(older: str, newer: str, similarity: float) -> bool:
+    """Whether the words bear out a supersession a model proposed: ``is_update``, or the newer names one
+    of the older's values after a change marker at any similarity ("The migration from **MySQL** to
+    PostgreSQL 16 is finished" after "Atlas stores invoices in MySQL 8", cosine 0.16, whose subject the
+    newer does not repeat), or both name the same identifier ("The refund for INV-813807 was paid out"
+    after "... INV-813807 is approved": a status moving on, which has no marker).
+
+    It keeps what a model marks wrongly least often: the same shape with another value, which is not an
+    update ("Bob had lunch with Anya at a trattoria" / "... with Sam at a trattoria"). On the mixed
+    suite, Qwen2.5-1.5B's 113 marks on three sessions (16 right) keep all 16 right and 4 of the 97 wrong
+    ones, and 45 of the suite's 46 update links pass (evals/README.md).
+    """
+    if older == newer:
+        return False
+    x, y = _words(older), _words(newer)
+    if is_update(older, newer, similarity) or (y.changed_values is not None and y.changed_values & x.values):
+        return True
+    return bool(set(trigram_terms([older])[1]) & set(trigram_terms([newer])[1]))
 
 
 def prefer_newer(candidates: Sequence[Candidate], vectors: Mapping[str, np.ndarray]) -> list[Candidate]:

@@ -41,6 +41,7 @@ from mcp_memory.errors import MalformedReply, ProviderError
 from mcp_memory.models import Candidate, NewMemory
 from mcp_memory.pipeline.answer import when
 from mcp_memory.pipeline.audit import record
+from mcp_memory.pipeline.implicit_updates import confirms_update
 from mcp_memory.pipeline.search import cjk_bigrams, trigram_terms
 
 __all__ = ["SUPERSEDE_SCHEMA", "find_superseded"]
@@ -187,11 +188,16 @@ def _reason(reply: dict[str, Any]) -> str | None:
     return None if quoted else reason[:_MAX_REASON_CHARS]
 
 
-def _picked(reply: dict[str, Any], memory: NewMemory, candidates: list[Candidate]) -> tuple[list[str], list[str], int]:
-    """(memory_ids picked, items dropped as not candidates, pairs dropped as unfounded) from ``superseded``.
+def _picked(
+    reply: dict[str, Any], memory: NewMemory, candidates: list[Candidate], similarity: dict[str, float] | None
+) -> tuple[list[str], list[str], int, int]:
+    """(memory_ids picked, items dropped as not candidates, pairs dropped as unfounded, pairs dropped as not
+    read as an update) from ``superseded``.
 
     A pick stands only when its old value is said in that candidate, its new value in the new memory,
-    and the two differ: a small model otherwise marks memories that merely share a topic.
+    and the two differ: a small model otherwise marks memories that merely share a topic. With
+    ``similarity`` (cosine to the new memory by candidate id; ``supersede.check_words``), the words must
+    also bear it out (``confirms_update``): a small model marks the same shape with another value.
 
     Raises:
         MalformedReply: ``superseded`` is missing or not a list of objects.
@@ -202,7 +208,7 @@ def _picked(reply: dict[str, Any], memory: NewMemory, candidates: list[Candidate
     by_ref = {str(number): c for number, c in enumerate(candidates, 1)} | {c.memory_id: c for c in candidates}
     picked: list[str] = []
     dropped: list[str] = []
-    unfounded = 0
+    unfounded = unconfirmed = 0
     for item in raw:
         ref = str(item.get("id", "")).strip().lower()
         candidate = by_ref.get(ref)
@@ -215,9 +221,23 @@ def _picked(reply: dict[str, Any], memory: NewMemory, candidates: list[Candidate
         )
         if same or not said_in(old, candidate.content) or not said_in(new, memory.content):
             unfounded += 1
+        elif similarity is not None and not confirms_update(
+            candidate.content, memory.content, similarity.get(candidate.memory_id, 0.0)
+        ):
+            unconfirmed += 1
         elif candidate.memory_id not in picked:
             picked.append(candidate.memory_id)
-    return picked, dropped, unfounded
+    return picked, dropped, unfounded, unconfirmed
+
+
+async def _similarity(ready: Ready, memory: NewMemory, vectors: list[np.ndarray], candidates: list[Candidate]
+                      ) -> dict[str, float]:
+    """Cosine of each candidate's first window to the new memory's first, as the no-LLM rule reads it."""
+    ids = [c.memory_id for c in candidates]
+    found = ready.vectors.vectors(memory.session, ids) or {}
+    if missing := [found_id for found_id in ids if found_id not in found]:  # no copy, or not in it yet
+        found |= await ready.repository.embeddings(memory.session, missing)
+    return {found_id: float(np.dot(vectors[0], vector)) for found_id, vector in found.items()}
 
 
 async def find_superseded(
@@ -244,19 +264,28 @@ async def find_superseded(
         candidates = await _candidates(ready, memory, memory_id, vectors, exclude)
         detail["candidates"] = [c.memory_id for c in candidates]
         if not candidates:
-            detail["note"] = "no current memory within supersede.min_similarity; the model was not asked"
+            detail["note"] = (
+                "no current memory within supersede.min_similarity or sharing a keyword; the model was not asked"
+            )
         else:
             user = prompt(memory, candidates)
             reply = await ready.llm.complete_json(
                 "supersede", _SYSTEM, user, "supersession", SUPERSEDE_SCHEMA, session=memory.session
             )
             detail["mode"], detail["fallbacks"] = reply.mode, reply.fallbacks
-            picked, dropped, unfounded = _picked(reply.value, memory, candidates)
+            similarity = (
+                await _similarity(ready, memory, vectors, candidates) if ready.settings.supersede.check_words else None
+            )
+            picked, dropped, unfounded, unconfirmed = _picked(reply.value, memory, candidates, similarity)
             detail["reason"] = _reason(reply.value)
             notes = [_dropped_note(dropped)] if dropped else []
             if unfounded:
                 notes.append(
                     f"dropped {unfounded} pair(s) whose old or new value is not in the memories or is the same"
+                )
+            if unconfirmed:
+                notes.append(
+                    f"dropped {unconfirmed} pair(s) that the words do not show as an update (supersede.check_words)"
                 )
             detail["note"] = "; ".join(notes) or None
             marked = await ready.repository.mark_superseded(memory.session, memory_id, picked, "llm")
