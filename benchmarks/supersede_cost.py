@@ -13,7 +13,9 @@ interleaved turn by turn, each into a fresh session of its own:
 - ``llm``: the working tree with ``llm.supersede_model`` pointed at the scripted OpenAI-compatible
   server of the tests (tests/fake_openai.py, in this process), which answers at once, naming the
   first candidate on every second request. Its latency is therefore mcp-memory's own cost (the
-  candidate search, one HTTP round trip, marking, the audit row); a real model adds its own.
+  candidate search, one HTTP round trip, marking, the audit row); a real model adds its own;
+- ``llm-b`` (only with ``--llm-b-env KEY=VALUE ...``): ``llm`` with those settings on top, to weigh a
+  setting of the stage old against new in one run (for example ``MCP_MEMORY_SUPERSEDE__KEYWORD_CANDIDATES=0``).
 
 Prompt tokens are counted on the requests the scripted server recorded (system + user message),
 with the WordPiece tokenizer of the default embedding model (mcp_memory/model_files, the BERT
@@ -25,6 +27,7 @@ The stage's own time is the ``latency_ms`` of the last 100 ``supersede`` audit r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import statistics
@@ -65,77 +68,90 @@ def conversation_turns(limit: int) -> list[tuple[str, str]]:
 async def main(args: argparse.Namespace) -> None:
     turns = conversation_turns(args.count)
     fake = FakeOpenAI().start()
-    asked = {"n": 0}
+    asked: dict[str, int] = {}
 
     def decide(body: dict[str, Any]) -> ChatReply:
-        asked["n"] += 1
+        model = body.get("model", "")
+        asked[model] = asked.get(model, 0) + 1
         user = body["messages"][-1]["content"]
         new = re.search(r"<new_memory [^>]*>(.*?)</new_memory>", user, re.DOTALL)
         first = re.search(r'<memory id="1" [^>]*>(.*?)</memory>', user, re.DOTALL)
         # The pick names both whole texts as its values, so it stands (said in both, different).
         picked = ([{"id": "1", "old": first.group(1), "new": new.group(1)}]
-                  if new and first and asked["n"] % 2 == 0 else [])
+                  if new and first and asked[model] % 2 == 0 else [])
         return ChatReply(content=json.dumps({"superseded": picked, "reason": "scripted"}))
 
     fake.set_chat_handler(decide)
     stamp = int(time.time())
     llm_env = {"MCP_MEMORY_LLM__BASE_URL": fake.base_url, "MCP_MEMORY_LLM__API_KEY": "x",
                "MCP_MEMORY_LLM__SUPERSEDE_MODEL": "scripted", "MCP_MEMORY_LLM__MAX_RETRIES": "0"}
-    report: dict[str, Any] = {"turns": len(turns)}
+    arms: dict[str, dict[str, str]] = {"old": {"PYTHONPATH": str(args.baseline)}, "off": {}, "llm": llm_env}
+    if args.llm_b_env:  # its requests name model "scripted-b", so its tokens are counted apart
+        arms["llm-b"] = {**llm_env, "MCP_MEMORY_LLM__SUPERSEDE_MODEL": "scripted-b",
+                         **dict(item.split("=", 1) for item in args.llm_b_env)}
+    report: dict[str, Any] = {"turns": len(turns), "llm_b_env": args.llm_b_env}
     try:
-        with ServerProcess(args.data_dir, args.port, env={"PYTHONPATH": str(args.baseline)}) as old, \
-                ServerProcess(args.data_dir, args.port + 1) as off, \
-                ServerProcess(args.data_dir, args.port + 2, env=llm_env) as llm:
-            async with McpHttp(args.port) as c_old, McpHttp(args.port + 1) as c_off, McpHttp(args.port + 2) as c_llm:
-                clients = {"old": c_old, "off": c_off, "llm": c_llm}
-                for name, client in clients.items():  # warm-up: load the model, open connections
-                    await client.call("store_memory", {"session": f"cost-warmup-{stamp}", "content": f"warm-up {name}"})
-                latency: dict[str, list[float]] = {name: [] for name in clients}
-                superseded = 0
-                for index, (text, occurred_at) in enumerate(turns):
-                    order = list(clients.items())
-                    order = order[index % 3:] + order[: index % 3]  # rotate who goes first
-                    for name, client in order:
-                        arguments = {"session": f"cost-{name}-{stamp}", "content": text, "occurred_at": occurred_at}
-                        result, ms = await client.call("store_memory", arguments)
-                        latency[name].append(ms)
-                        if name == "llm":
-                            superseded += len(result.get("superseded", []))
-                for name, values in latency.items():
-                    report[name] = {**percentiles(values), "mean": round(statistics.mean(values), 2)}
-                report["added_ms_llm_minus_off"] = {
-                    "p50": round(report["llm"]["p50"] - report["off"]["p50"], 2),
-                    "mean": round(report["llm"]["mean"] - report["off"]["mean"], 2),
+        async with contextlib.AsyncExitStack() as stack:  # each server, then its connection; closed in reverse
+            clients = {}
+            for offset, (name, env) in enumerate(arms.items()):
+                stack.enter_context(ServerProcess(args.data_dir, args.port + offset, env=env))
+                clients[name] = await stack.enter_async_context(McpHttp(args.port + offset))
+            for name, client in clients.items():  # warm-up: load the model, open connections
+                await client.call("store_memory", {"session": f"cost-warmup-{stamp}", "content": f"warm-up {name}"})
+            latency: dict[str, list[float]] = {name: [] for name in clients}
+            superseded = {name: 0 for name in clients if name.startswith("llm")}
+            for index, (text, occurred_at) in enumerate(turns):
+                order = list(clients.items())
+                order = order[index % len(order):] + order[: index % len(order)]  # rotate who goes first
+                for name, client in order:
+                    arguments = {"session": f"cost-{name}-{stamp}", "content": text, "occurred_at": occurred_at}
+                    result, ms = await client.call("store_memory", arguments)
+                    latency[name].append(ms)
+                    if name in superseded:
+                        superseded[name] += len(result.get("superseded", []))
+            for name, values in latency.items():
+                report[name] = {**percentiles(values), "mean": round(statistics.mean(values), 2)}
+            report["added_ms_llm_minus_off"] = {
+                "p50": round(report["llm"]["p50"] - report["off"]["p50"], 2),
+                "mean": round(report["llm"]["mean"] - report["off"]["mean"], 2),
+            }
+            report["added_ms_off_minus_old"] = {
+                "p50": round(report["off"]["p50"] - report["old"]["p50"], 2),
+                "mean": round(report["off"]["mean"] - report["old"]["mean"], 2),
+            }
+            if "llm-b" in clients:
+                report["added_ms_llm_minus_llm_b"] = {
+                    "p50": round(report["llm"]["p50"] - report["llm-b"]["p50"], 2),
+                    "mean": round(report["llm"]["mean"] - report["llm-b"]["mean"], 2),
                 }
-                report["added_ms_off_minus_old"] = {
-                    "p50": round(report["off"]["p50"] - report["old"]["p50"], 2),
-                    "mean": round(report["off"]["mean"] - report["old"]["mean"], 2),
-                }
-                report["marked_superseded"] = superseded
-                audits, _ = await c_llm.call("list_audits", {"session": f"cost-llm-{stamp}", "kind": "supersede",
-                                                             "limit": 100})
+            report["marked_superseded"] = superseded
+            for name in superseded:
+                audits, _ = await clients[name].call("list_audits", {"session": f"cost-{name}-{stamp}",
+                                                                     "kind": "supersede", "limit": 100})
                 stage = [row["detail"]["latency_ms"] for row in audits["audits"]]
-                report["stage_latency_ms_last_100"] = {"mean": round(statistics.mean(stage), 2),
-                                                       "p50": round(statistics.median(stage), 2)}
-                for name, client in clients.items():
-                    for session in (f"cost-{name}-{stamp}", f"cost-warmup-{stamp}"):
-                        await client.call("delete_memory", {"session": session, "all": True, "confirm": session})
+                report.setdefault("stage_latency_ms_last_100", {})[name] = {
+                    "mean": round(statistics.mean(stage), 2), "p50": round(statistics.median(stage), 2)}
+            for name, client in clients.items():
+                for session in (f"cost-{name}-{stamp}", f"cost-warmup-{stamp}"):
+                    await client.call("delete_memory", {"session": session, "all": True, "confirm": session})
     finally:
         fake.stop()
     tokenizer = Tokenizer.from_file(str(TOKENIZER))
     tokenizer.no_truncation()  # the file truncates at the embedding model's 256
-    requests = [r.body for r in fake.chat_requests()]
-    tokens = [sum(len(tokenizer.encode(m["content"], add_special_tokens=False).ids) for m in body["messages"])
-              for body in requests]
-    chars = [sum(len(m["content"]) for m in body["messages"]) for body in requests]
-    report["model_asked"] = {"stores": len(turns), "requests": len(requests)}
-    if tokens:
-        report["prompt_tokens_per_request"] = {"mean": round(statistics.mean(tokens), 1),
-                                               "p50": statistics.median(tokens), "max": max(tokens)}
-        report["prompt_chars_per_request"] = {"mean": round(statistics.mean(chars), 1), "max": max(chars)}
-        report["prompt_tokens_per_store"] = round(sum(tokens) / len(turns), 1)
+    for model, key in (("scripted", ""), ("scripted-b", "llm_b_")):
+        requests = [r.body for r in fake.chat_requests() if r.body.get("model") == model]
+        tokens = [sum(len(tokenizer.encode(m["content"], add_special_tokens=False).ids) for m in body["messages"])
+                  for body in requests]
+        chars = [sum(len(m["content"]) for m in body["messages"]) for body in requests]
+        if not requests:
+            continue
+        report[f"{key}model_asked"] = {"stores": len(turns), "requests": len(requests)}
+        report[f"{key}prompt_tokens_per_request"] = {"mean": round(statistics.mean(tokens), 1),
+                                                     "p50": statistics.median(tokens), "max": max(tokens)}
+        report[f"{key}prompt_chars_per_request"] = {"mean": round(statistics.mean(chars), 1), "max": max(chars)}
+        report[f"{key}prompt_tokens_per_store"] = round(sum(tokens) / len(turns), 1)
         system = requests[0]["messages"][0]["content"]
-        report["system_prompt_tokens"] = len(tokenizer.encode(system, add_special_tokens=False).ids)
+        report[f"{key}system_prompt_tokens"] = len(tokenizer.encode(system, add_special_tokens=False).ids)
     print(json.dumps(report, indent=2))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
@@ -148,6 +164,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=18751)
     parser.add_argument("--count", type=int, default=300, help="turns stored by each server")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--llm-b-env", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="settings of a fourth server, llm-b: the llm arm with these on top")
     return parser
 
 
