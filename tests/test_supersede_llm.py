@@ -358,6 +358,26 @@ async def test_keyword_candidates_are_current_and_happened_before_the_new_memory
     assert (await _supersede_audits(superseding, "s-kw2"))[0]["candidates"] == [mysql]
 
 
+async def test_keyword_candidates_come_from_the_new_memorys_session_only(superseding, fake):
+    fake.set_chat_handler(lambda body: _reply(superseded=[], reason="none"))
+    other = await store(superseding, "s-kw-other", "Atlas stores invoices in MySQL 8 on RDS.", occurred_at="2024-01-01")
+    await store(superseding, "s-kw-own", "Deployed atlas-web 1.8.2 to staging.", occurred_at="2024-02-01")
+    asked = len(fake.chat_requests())
+    # The model names the other session's memory as if it had been shown: it was not, so it is dropped.
+    fake.set_chat_handler(lambda body: _reply(superseded=[{"id": other, "old": "MySQL", "new": "PostgreSQL 16"}],
+                                              reason="moved"))
+
+    stored = await call(superseding, "store_memory", {
+        "session": "s-kw-own", "content": "The migration from MySQL to PostgreSQL 16 is finished.",
+        "occurred_at": "2025-03-01"})
+
+    shown = [text for request in fake.chat_requests()[asked:] for text in _shown(request.body).values()]
+    assert "Atlas stores invoices in MySQL 8 on RDS." not in shown
+    assert stored["superseded"] == []
+    recalled = await call(superseding, "recall_memory", {"session": "s-kw-other", "query": "MySQL invoices"})
+    assert [m["superseded_by"] for m in recalled["memories"]] == [None]
+
+
 # What Qwen2.5-1.5B marked wrongly most often on the mixed suite: the same shape with another value.
 LUNCH_ANYA = "Bob had lunch with Anya at an Italian trattoria."
 LUNCH_SAM = "Bob had lunch with Sam at an Italian trattoria."
