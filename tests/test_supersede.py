@@ -416,6 +416,22 @@ async def test_the_llm_marks_nothing_for_a_memory_superseded_meanwhile(client, d
     assert await _rows(pg_url) == [("s-race", lisbon, porto)]
 
 
+async def test_the_llms_pick_superseded_meanwhile_is_left_alone_not_redirected_to_its_successor(client, deps, pg_url):
+    # Found by an attack: Lisbon's model was shown Berlin and picked it; while it answered, Madrid (a year
+    # later) superseded Berlin. Redirecting the pick to the chain's end marked Madrid, a memory the model
+    # never saw and newer than Lisbon, superseded by Lisbon.
+    berlin = await store(client, "s-race2", BERLIN, occurred_at="2024-01-01")
+    lisbon = await store(client, "s-race2", LISBON, occurred_at="2024-06-01")
+    madrid = await store(client, "s-race2", "Alice moved from Berlin to Madrid.", occurred_at="2025-01-01",
+                         supersedes=[berlin])
+    repository = (await deps.ready()).repository
+
+    marked = await repository.mark_superseded("s-race2", lisbon, [berlin], "llm")
+
+    assert marked == []
+    assert await _rows(pg_url) == [("s-race2", berlin, madrid)]
+
+
 async def test_a_successor_outside_the_candidate_pool_is_read_from_the_database_and_put_first(client):
     old = await store(client, "s-far", "The team standup is at 09:15 in room Ararat.")
     for i in range(25):

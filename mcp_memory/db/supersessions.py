@@ -49,7 +49,8 @@ async def mark(
     and no stale memory is left looking current. With ``strict`` (the caller's own ``supersedes``) the successor is current afterwards:
     a mark on it is removed, which also keeps chains free of cycles (storing B again with
     ``supersedes=[A]`` after A superseded B leaves A superseded by B, and B current). Otherwise
-    (the LLM's picks) a successor that was itself superseded meanwhile marks nothing. Calls that
+    (the LLM's picks) a successor that was itself superseded meanwhile marks nothing, and a pick
+    superseded meanwhile is left alone (the model saw it current, not its successor). Calls that
     mark in one session take turns (a transaction advisory lock), so two of them cannot build a
     cycle between them. The memories named and the
     successor are locked against deletion until commit (FOR KEY SHARE).
@@ -61,7 +62,7 @@ async def mark(
             otherwise skip it (the LLM's picks, which may have been deleted since).
 
     Returns:
-        The ids marked (each named id, or the end of its chain), in the order given.
+        The ids marked (each named id, or with ``strict`` the end of its chain), in the order given.
 
     Raises:
         InvalidInput: ``successor`` is among ``memory_ids``, or (``strict``) an id is not a
@@ -96,10 +97,18 @@ async def mark(
         await connection.execute(
             "DELETE FROM memory_supersessions WHERE session = $1 AND memory_id = $2::uuid", session, successor
         )
-    elif await connection.fetchval(
-        "SELECT 1 FROM memory_supersessions WHERE session = $1 AND memory_id = $2::uuid", session, successor
-    ):
-        return []
+    else:
+        if await connection.fetchval(
+            "SELECT 1 FROM memory_supersessions WHERE session = $1 AND memory_id = $2::uuid", session, successor
+        ):
+            return []
+        # The model was shown these as current; one superseded since is left alone, not redirected to
+        # its chain's end (a memory the model never saw, maybe newer than the successor).
+        taken = await connection.fetch(
+            "SELECT memory_id FROM memory_supersessions WHERE session = $1 AND memory_id = ANY($2::uuid[])",
+            session, marked,
+        )
+        marked = [memory_id for memory_id in marked if memory_id not in {str(row["memory_id"]) for row in taken}]
     marked = await _chain_ends(connection, session, successor, marked)
     if marked:
         await connection.execute(
