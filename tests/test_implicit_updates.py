@@ -71,8 +71,16 @@ def test_is_update_leaves_other_subjects_other_predicates_and_events_alone(older
         # marked this pair and the check kept it until a shared bare group of 3-4 digits stopped counting.
         ("陈杰换了新手机号：158 4428 6558，旧号186 5766 4991已停用。", "大鹏的手机号是158 4324 6063，陈杰让我记一下。", 0.6, False),
         ("Ticket 4521: the printer on floor 2 jams.", "Room 4521 is booked for the offsite.", 0.5, False),
-        ("Order A1B2C3 is packed.", "Order A1B2C3 shipped with DHL today.", 0.5, True),
+        ("Order KX-482 is packed.", "Order KX-482 shipped with DHL today.", 0.5, True),
         ("Refund 20250611 requested by Kenji.", "Refund 20250611 was paid out.", 0.5, True),
+        # Found by an attack: a change marker before the older's subject, or a small number or a time in
+        # common, bore out picks of unrelated memories.
+        ("Alice is allergic to penicillin.", "Now Alice walks to work.", 0.0, False),
+        ("Alice's mother lives in Leeds.", "Emma went from school to the park with Alice.", 0.0, False),
+        ("Bob bought 2 tickets.", "Alice now has 2 cats.", 0.0, False),
+        ("Alice has yoga every Tuesday at 6pm.", "Bob's football match starts at 6pm.", 0.0, False),
+        ("Alice runs 10km on Sundays.", "Bob cycled 10km today.", 0.0, False),
+        ("王芳在星河科技做数据分析师。", "王芳从星河科技离职了，周一开始在青松医疗上班。", 0.3, True),
     ],
 )
 def test_confirms_update_bears_out_a_models_pick_only_in_the_words(older, newer, similarity, expected) -> None:

@@ -60,7 +60,7 @@ _WORD = re.compile(
 )
 _FROM = re.compile(r"\bfrom\b|从", re.IGNORECASE)
 _CJK = re.compile(r"[\u3400-\u9fff]+")
-_DISTINCTIVE = re.compile(r"[A-Za-z]|\d{5}")  # an identifier with a letter or 5 digits in a row
+_DISTINCTIVE = re.compile(r"\d{5}|[A-Za-z]{2}.*\d{3}|\d{3}.*[A-Za-z]{2}")  # INV-813807, KX-482; not 6pm, 10km
 _STOP = frozenset(
     "a an the is are was were be been of in on at to for and or but with by from as it its this that these those has "
     "have had will would can not no into about over per than then there their they he she his her we our you your i "
@@ -173,9 +173,11 @@ def confirms_update(older: str, newer: str, similarity: float) -> bool:
     of the older's values after a change marker at any similarity ("The migration from **MySQL** to
     PostgreSQL 16 is finished" after "Atlas stores invoices in MySQL 8", cosine 0.16, whose subject the
     newer does not repeat), or both name the same identifier ("The refund for INV-813807 was paid out"
-    after "... INV-813807 is approved": a status moving on, which has no marker). An identifier counts when
-    it holds a letter or 5 digits in a row: a bare group of 3-4 digits is as often a mobile prefix or a
-    room as a ticket ("158 4428 6558" and another person's "158 4324 6063").
+    after "... INV-813807 is approved": a status moving on, which has no marker). The value after the
+    marker is not either text's subject ("Now Alice walks to work" names Alice, not a value of "Alice is
+    allergic to penicillin") nor a number of one or two digits. An identifier counts when it holds 5 digits
+    in a row, or 2 letters and 3 digits: a bare group of 3-4 digits is as often a mobile prefix or a room as
+    a ticket ("158 4428 6558" and another person's "158 4324 6063"), and "6pm" or "10km" is no identifier.
 
     It keeps what a model marks wrongly least often: the same shape with another value, which is not an
     update ("Bob had lunch with Anya at a trattoria" / "... with Sam at a trattoria"). On the mixed
@@ -185,8 +187,12 @@ def confirms_update(older: str, newer: str, similarity: float) -> bool:
     if older == newer:
         return False
     x, y = _words(older), _words(newer)
-    if is_update(older, newer, similarity) or (y.changed_values is not None and y.changed_values & x.values):
+    if is_update(older, newer, similarity):
         return True
+    if y.changed_values is not None:  # a value the older names, other than who the texts are about
+        named = y.changed_values & x.values - {x.subject, y.subject}
+        if any(not value.isdigit() or len(value) >= 3 for value in named):
+            return True
     shared = set(trigram_terms([older])[1]) & set(trigram_terms([newer])[1])
     return any(_DISTINCTIVE.search(term) for term in shared)
 
