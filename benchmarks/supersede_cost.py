@@ -76,7 +76,8 @@ async def main(args: argparse.Namespace) -> None:
         user = body["messages"][-1]["content"]
         new = re.search(r"<new_memory [^>]*>(.*?)</new_memory>", user, re.DOTALL)
         first = re.search(r'<memory id="1" [^>]*>(.*?)</memory>', user, re.DOTALL)
-        # The pick names both whole texts as its values, so it stands (said in both, different).
+        # The pick names both whole texts as its values: said in both and different, so it stands when
+        # the texts are at most 300 characters and the words bear it out (supersede.check_words).
         picked = ([{"id": "1", "old": first.group(1), "new": new.group(1)}]
                   if new and first and asked[model] % 2 == 0 else [])
         return ChatReply(content=json.dumps({"superseded": picked, "reason": "scripted"}))

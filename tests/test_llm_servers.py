@@ -290,14 +290,14 @@ async def test_an_answer_nested_past_the_decoders_limit_is_an_unusable_reply_not
     """A reply nested deeper than Python's JSON decoder recurses (a model looping on ``{"a":``)
     raised RecursionError out of the recall: the caller got an internal error instead of the
     refusal an unusable reply gives."""
-    fake.set_chat_handler(lambda body: ChatReply(content='{"answer":' * 5000))
+    fake.set_chat_handler(lambda body: ChatReply(content='{"answer":' * 3000))  # under the length cap
     async with _server(pg_url, work_dir, fake, answer_model="fake-answer") as client:
         await store(client, "s", LOCKER)
         result = await _recall(client)
 
     assert result["answerable"] is False and result["memories"] == []  # what any unusable answer reply gives
     assert result["answer"] == "Not enough memories in this session to answer this question."
-    assert len(fake.chat_requests()) == 2  # the reply and the one repair request  # the reply and the one repair request
+    assert len(fake.chat_requests()) == 2  # the reply and the one repair request
 
 
 async def test_every_request_caps_the_reply_at_max_output_tokens(pg_url, work_dir, fake, empty_tables):

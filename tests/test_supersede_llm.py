@@ -100,6 +100,8 @@ async def test_the_model_sees_the_new_memory_and_its_nearest_current_memories_an
         ("Munich", "Lisbon", "not in the memories"),  # the old value is not in the older memory
         ("Berlin", "Porto", "not in the memories"),  # the new value is not in the new memory
         ("Berlin", "berlin", "is the same"),  # no change
+        ("erl", "isb", "not in the memories"),  # parts of words (an attack: "y" of Anya, "m" of Sam)
+        ("Berlin " * 60, "Lisbon", "not in the memories"),  # longer than a value is (300 characters)
     ],
 )
 async def test_a_pick_stands_only_when_its_old_and_new_values_are_said_and_differ(superseding, fake, old, new, why):
@@ -174,6 +176,22 @@ async def test_a_malformed_reply_marks_nothing_and_notes_it(superseding, fake, c
     audit = (await _supersede_audits(superseding, "s-e"))[0]
     assert "reply unusable" in audit["note"]
     assert any(r.levelno == logging.WARNING for r in caplog.records)
+
+
+async def test_a_reply_longer_than_the_token_cap_allows_is_not_read(superseding, fake):
+    # Found by an attack: a 600 KB reply of unclosed JSON took 25.6 s to parse on the event loop (twice,
+    # with the repair request), stalling every other call. A reply of more than 32 characters per token
+    # of llm.max_output_tokens (1024 here) is no model's answer to our request.
+    await store(superseding, "s-long", BERLIN)
+    asked = len(fake.chat_requests())
+    fake.set_chat_handler(lambda body: _reply(superseded=[_pick("1")], reason="x" * 40_000))
+
+    stored = await call(superseding, "store_memory", {"session": "s-long", "content": LISBON})
+
+    assert stored["superseded"] == []
+    assert len(fake.chat_requests()) == asked + 1  # no repair request
+    note = (await _supersede_audits(superseding, "s-long"))[0]["note"]
+    assert "reply unusable" in note and "40" in note and "32,768" in note
 
 
 async def test_the_first_memory_of_a_session_asks_no_model_and_says_so(superseding, fake):

@@ -36,6 +36,9 @@ __all__ = ["JsonReply", "LlmClient", "Role"]
 logger = logging.getLogger("mcp_memory.llm")  # the name it had as llm.py
 
 Role = Literal["plan", "answer", "supersede"]
+# A reply longer than this many characters per token of llm.max_output_tokens is not read: no tokenizer
+# makes tokens that long, and parsing a few hundred KB of broken JSON takes seconds on the event loop.
+CHARS_PER_TOKEN = 32
 
 
 @dataclass
@@ -213,6 +216,8 @@ class LlmClient:
                                mode, model, refused, lower)
                 self._modes[endpoint] = mode = lower
                 continue
+            except MalformedReply:
+                raise
             except ChatError as exc:
                 if fallbacks:
                     raise ChatError(f"{exc} (after {'; '.join(fallbacks)})") from exc
@@ -265,6 +270,10 @@ class LlmClient:
         await self._repository.add_usage(session, role, model, counts)
         if not isinstance(content, str) or not content.strip():
             raise ChatError(f"the {role} model returned an empty reply")
+        longest = CHARS_PER_TOKEN * self._settings.max_output_tokens
+        if len(content) > longest:  # parsing it would stall the event loop; no repair is asked for
+            raise MalformedReply(f"the {role} model's reply is {len(content):,} characters, more than "
+                                 f"llm.max_output_tokens allows ({longest:,}); not read")
         return content, cut
 
     async def close(self) -> None:

@@ -31,7 +31,8 @@ class LlmSettings(BaseModel):
         1024, ge=16, le=65536,
         description="Most tokens one reply may generate, sent as max_tokens (as max_completion_tokens to an endpoint"
         " that refuses max_tokens). A reply cut there is given up without a repair request. Bounds a small model that"
-        " loops on whitespace inside a JSON reply, which would otherwise generate until its context is full.",
+        " loops on whitespace inside a JSON reply, which would otherwise generate until its context is full. A reply"
+        " longer than 32 characters per token of it is not read (a broken or hostile endpoint).",
     )
     structured_output: Literal["auto", "json_schema", "json_object", "text"] = Field(
         "auto",

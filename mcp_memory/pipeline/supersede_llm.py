@@ -78,6 +78,7 @@ _SYSTEM = (
 )
 _MAX_REASON_CHARS = 500
 _WORD = re.compile(r"\w+")
+MAX_VALUE_CHARS = 300  # an old or new value the model names: a name, a number, a phrase
 
 
 def _fence(tag: str, ref: str | None, occurred_at: datetime, content: str) -> str:
@@ -95,11 +96,16 @@ def prompt(memory: NewMemory, candidates: list[Candidate]) -> str:
 
 
 def said_in(value: Any, text: str) -> bool:
-    """Whether at least 80% of ``value``'s words (and at least one) occur in ``text``, case-insensitively
-    (as substrings: a run of CJK characters is one "word")."""
-    words = _WORD.findall(value.lower()) if isinstance(value, str) else []
+    """Whether at least 80% of ``value``'s words (and at least one) occur in ``text``, case-insensitively:
+    an ASCII word as a word of ``text`` ("erl" is not said in "Berlin"), any other (a run of CJK characters
+    is one "word") as a substring. A value longer than ``MAX_VALUE_CHARS`` is never said: values are short."""
+    if not isinstance(value, str) or len(value) > MAX_VALUE_CHARS:
+        return False
+    words = _WORD.findall(value.lower())
     haystack = text.lower()
-    return bool(words) and sum(word in haystack for word in words) >= 0.8 * len(words)
+    tokens = set(_WORD.findall(haystack))
+    said = sum((word in tokens) if word.isascii() else (word in haystack) for word in words)
+    return bool(words) and said >= 0.8 * len(words)
 
 
 async def _keyword_near(ready: Ready, memory: NewMemory, depth: int) -> list[str]:
