@@ -93,6 +93,22 @@ async def test_the_model_sees_the_new_memory_and_its_nearest_current_memories_an
     assert [(op["operation"], op["calls"]) for op in usage] == [("supersede", 1)]
 
 
+async def test_each_memory_in_the_prompt_is_cut_at_2000_characters(superseding, fake):
+    # Found by an attack: candidates went into the prompt whole, 180,825 characters for 7 of them.
+    long_old = "Alice lives in Berlin. " + "She likes the parks there. " * 600
+    await store(superseding, "s-cut", long_old, occurred_at="2024-01-10")
+    fake.set_chat_handler(lambda body: _reply(superseded=[], reason="none"))
+
+    await call(superseding, "store_memory", {"session": "s-cut", "content": LISBON + " " + "x" * 5000,
+                                             "occurred_at": "2025-03-01"})
+
+    user = _user(fake.chat_requests()[-1].body)
+    shown = _shown(fake.chat_requests()[-1].body)
+    assert list(shown.values()) == [long_old[:2000] + " …"]
+    assert NEW.search(user).group(2) == (LISBON + " " + "x" * 5000)[:2000] + " …"
+    assert len(user) < 2 * 2000 + 200
+
+
 @pytest.mark.parametrize(
     ("old", "new", "why"),
     [

@@ -79,6 +79,7 @@ _SYSTEM = (
 _MAX_REASON_CHARS = 500
 _WORD = re.compile(r"\w+")
 MAX_VALUE_CHARS = 300  # an old or new value the model names: a name, a number, a phrase
+PROMPT_MEMORY_CHARS = 2000  # of each memory shown to the model (LoCoMo's longest turn is 454)
 
 
 def _fence(tag: str, ref: str | None, occurred_at: datetime, content: str) -> str:
@@ -87,11 +88,17 @@ def _fence(tag: str, ref: str | None, occurred_at: datetime, content: str) -> st
     return f'<{tag}{ref_attr} occurred_at="{when(occurred_at)}">{body}</{tag}>'
 
 
+def _clip(content: str) -> str:
+    return content if len(content) <= PROMPT_MEMORY_CHARS else content[:PROMPT_MEMORY_CHARS] + " …"
+
+
 def prompt(memory: NewMemory, candidates: list[Candidate]) -> str:
     """The user message: the new memory, then one line per candidate, in the order given, numbered 1..n
-    (a UUID costs a model about 25 tokens to read and to copy back)."""
-    lines = [_fence("new_memory", None, memory.occurred_at, memory.content)]
-    lines += [_fence("memory", str(number), c.occurred_at, c.content) for number, c in enumerate(candidates, 1)]
+    (a UUID costs a model about 25 tokens to read and to copy back). Each memory is cut at
+    ``PROMPT_MEMORY_CHARS``: a fact that changed is stated early, and 8 memories of 32,000 characters
+    would make one store's prompt 256,000."""
+    lines = [_fence("new_memory", None, memory.occurred_at, _clip(memory.content))]
+    lines += [_fence("memory", str(number), c.occurred_at, _clip(c.content)) for number, c in enumerate(candidates, 1)]
     return "\n".join(lines)
 
 
