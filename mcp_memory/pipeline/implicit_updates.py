@@ -181,7 +181,7 @@ def confirms_update(older: str, newer: str, similarity: float) -> bool:
 
     It keeps what a model marks wrongly least often: the same shape with another value, which is not an
     update ("Bob had lunch with Anya at a trattoria" / "... with Sam at a trattoria"). On the mixed
-    suite, Qwen2.5-1.5B's 113 marks on three sessions (16 right) keep all 16 right and 4 of the 97 wrong
+    suite, Qwen2.5-1.5B's 113 marks on three sessions (16 right) keep all 16 right and at most 4 of the 97 wrong
     ones, and all 46 of the suite's update links pass (evals/README.md).
     """
     if older == newer:
