@@ -104,11 +104,11 @@ async def mark(
             return []
         # The model was shown these as current; one superseded since is left alone, not redirected to
         # its chain's end (a memory the model never saw, maybe newer than the successor).
-        taken = await connection.fetch(
+        taken = {str(row["memory_id"]) for row in await connection.fetch(
             "SELECT memory_id FROM memory_supersessions WHERE session = $1 AND memory_id = ANY($2::uuid[])",
             session, marked,
-        )
-        marked = [memory_id for memory_id in marked if memory_id not in {str(row["memory_id"]) for row in taken}]
+        )}
+        marked = [memory_id for memory_id in marked if memory_id not in taken]
     marked = await _chain_ends(connection, session, successor, marked)
     if marked:
         await connection.execute(
