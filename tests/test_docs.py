@@ -181,3 +181,8 @@ def test_a_stdio_client_does_not_pass_the_shells_settings(monkeypatch: pytest.Mo
     monkeypatch.setenv("MCP_MEMORY_DATA_DIR", "/somewhere/else")
     assert os.environ["MCP_MEMORY_DATA_DIR"] == "/somewhere/else"
     assert "MCP_MEMORY_DATA_DIR" not in get_default_environment()
+
+
+def test_the_readme_reads_in_five_minutes() -> None:
+    """Issue 27: at most 250 lines; the reference lives in docs/."""
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
