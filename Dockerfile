@@ -1,5 +1,5 @@
 # mcp-memory over streamable HTTP, with the int8 embedding model baked in.
-#   docker build -t mcp-memory .        (docker-compose.yml builds it for you; README, Operations)
+#   docker build -t mcp-memory .        (docker-compose.yml builds it for you; docs/operations.md)
 # Linted by hadolint in tests/test_production.py; no Docker engine runs where it is tested.
 
 # The Python the test suite runs (3.11), on Debian 13 slim; a pinned patch release.
@@ -54,7 +54,7 @@ USER 10001:10001
 WORKDIR /var/lib/mcp-memory
 EXPOSE 8020
 
-# Readiness: /health answers 200 while PostgreSQL answers (README, Streamable HTTP). No curl in a
+# Readiness: /health answers 200 while PostgreSQL answers (docs/transports.md). No curl in a
 # slim image; Python's urllib is there. The first start loads the model and migrates the database.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8020/health', timeout=4)"]

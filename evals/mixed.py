@@ -73,7 +73,7 @@ async def connect(
         updates["llm"] = type(settings.llm).model_validate({**settings.llm.model_dump(), **llm})
     settings = settings.model_copy(update=updates)
     if settings.llm.answer_model:
-        logger.warning("an answer model is configured: recall returns only cited memories (see README)")
+        logger.warning("an answer model is configured: recall returns only cited memories (docs/tools.md)")
     described: dict[str, object] = {
         "transport": "inprocess",
         "source_sha256": source_fingerprint(Path(mcp_memory.__file__).parent),

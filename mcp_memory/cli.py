@@ -88,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
                                  description="Start the database (embedded or external) and load the embedding model "
                                  "once, print the data directory, database, model, LLM and auth, then the checks "
                                  "(postgresql, pgvector, extensions, migrations, indexes, vector_cache, auth, llm), "
-                                 "each ok, warn or fail; exit 1 when one fails. See README, Health checks.")
+                                 "each ok, warn or fail; exit 1 when one fails. See docs/operations.md, Health checks.")
     doctor.add_argument("--host", default="127.0.0.1",
                         help="the address serve --transport http will bind, for the auth check (default 127.0.0.1)")
     doctor.add_argument("--insecure-no-auth", action="store_true",

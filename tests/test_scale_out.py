@@ -1,5 +1,5 @@
-"""Several ``mcp-memory serve`` processes on one PostgreSQL, as behind a load balancer (README
-"Scale-out").
+"""Several ``mcp-memory serve`` processes on one PostgreSQL, as behind a load balancer
+(docs/scale-out.md).
 
 Four servers share one database: A and B keep MCP sessions for legacy clients, C and D are
 ``--stateless``. tests/round_robin.py alternates requests between two of them: a legacy client

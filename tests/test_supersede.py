@@ -485,3 +485,25 @@ def test_rank_keeps_one_old_version_per_successor_for_a_present_question():
 
     assert [c.memory_id for c in ranked] == ["now", "v1", "x"]
     assert events == {"promoted": ["now"], "pulled_in": [], "demoted": ["v1"], "dropped": ["v2", "v3"]}
+
+
+async def test_the_readme_example_session_answers_as_shown(client):
+    """README.md, "An example session": the texts, calls and results it shows."""
+    berlin = await call(client, "store_memory", {"session": "alice", "content": "Alice lives in Berlin, in Kreuzberg.",
+                                                 "occurred_at": "2023-05-01"})
+    assert berlin["occurred_at"] == "2023-05-01T00:00:00+00:00"
+    assert (berlin["deduplicated"], berlin["superseded"]) == (False, [])
+    lisbon = await call(client, "store_memory", {"session": "alice", "content": "Alice moved from Berlin to Lisbon.",
+                                                 "occurred_at": "2025-02-10", "supersedes": [berlin["memory_id"]]})
+    assert lisbon["superseded"] == [berlin["memory_id"]]
+
+    now = await call(client, "recall_memory", {"session": "alice", "query": "Where does Alice live?"})
+    assert now["answer"] is None
+    assert [(m["memory_id"], m["superseded_by"]) for m in now["memories"]] == [(lisbon["memory_id"], None)]
+    assert now["memories"][0]["occurred_at"] == "2025-02-10T00:00:00+00:00"
+    before = await _recall(client, "alice", "Where did Alice live before?")
+    assert [(m["memory_id"], m["superseded_by"]) for m in before] == [
+        (lisbon["memory_id"], None), (berlin["memory_id"], lisbon["memory_id"])]
+    (audit,) = (await call(client, "list_audits", {"session": "alice", "limit": 1}))["audits"]
+    assert (audit["kind"], audit["detail"]["query"]) == ("recall", "Where did Alice live before?")
+    assert {"vector:0", "keyword:0"} <= set(audit["detail"]["candidates"]) and "latency_ms" in audit["detail"]

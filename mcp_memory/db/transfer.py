@@ -99,7 +99,7 @@ class TransferQueries:
         """Positions in ``rows`` ((session, memory_id, content_hash) each) whose session already
         holds that memory_id or that content.
 
-        One statement per session (one shard's rows when distributed by session, README "Scale-out").
+        One statement per session (one shard's rows when distributed by session, docs/scale-out.md).
         """
         found: set[int] = set()
         for session, places in _by_session(row[0] for row in rows).items():

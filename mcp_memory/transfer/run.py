@@ -91,7 +91,7 @@ def add_transfer_commands(commands: Any, common: argparse.ArgumentParser) -> Non
     export = commands.add_parser("export", parents=[common], help="write memories as JSON Lines (a header line, "
                                  "then one memory a line)", description="Write memories as JSON Lines: a header "
                                  "line, then one memory a line in storage order, streamed from the database (the "
-                                 "embedded one starts if no server runs). See README, Export and import.")
+                                 "embedded one starts if no server runs). See docs/operations.md, Export and import.")
     which = export.add_mutually_exclusive_group(required=True)
     which.add_argument("--session", help="one session, by its exact name")
     which.add_argument("--sessions-like", metavar="PATTERN",
