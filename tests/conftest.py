@@ -18,6 +18,7 @@ import asyncpg
 import pytest
 from fake_openai import FakeOpenAI
 from mcp import Client
+from processes import SHARED_MODELS_VARIABLE, seed_model_cache
 from tools import served
 
 from mcp_memory.deps import Deps
@@ -25,6 +26,23 @@ from mcp_memory.server import build_server
 from mcp_memory.settings import Settings
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Assemble the default model (with its int8 rewrite) once for the whole run.
+
+    Runs in the controlling process before any xdist worker starts; the workers inherit the
+    variable. Every data dir a test starts a server on is seeded from it (processes.seed_model_cache).
+    """
+    if hasattr(config, "workerinput") or os.environ.get(SHARED_MODELS_VARIABLE):
+        return
+    from mcp_memory.embedding.offline_model import offline_model_dir
+
+    root = Path(tempfile.mkdtemp(prefix="mcp-memory-test-models-"))
+    root.chmod(0o755)
+    config.add_cleanup(lambda: shutil.rmtree(root, ignore_errors=True))
+    if offline_model_dir(root / "models") is not None:  # None without the model package: nothing to share
+        os.environ[SHARED_MODELS_VARIABLE] = str(root / "models")
 
 
 @pytest.fixture(scope="session")
@@ -42,6 +60,7 @@ def work_dir() -> Iterator[Path]:
     """
     folder = Path(tempfile.mkdtemp(prefix="mcp-memory-tests-"))
     folder.chmod(0o755)
+    seed_model_cache(folder)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 

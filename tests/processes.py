@@ -34,7 +34,10 @@ import pytest
 from mcp import Client
 
 MCP_MEMORY = str(Path(sys.executable).parent / "mcp-memory")
-START_TIMEOUT_S = 60.0  # embedded PostgreSQL initdb + model load on a busy 2-core machine
+# A bound, not a schedule: a server is waited on until /health answers or it exits, and this only ends
+# a wait that would otherwise hang. initdb and the model load take seconds on an idle 2-core machine,
+# but a loaded one (load 6.5) once took 26 s, so the bound is far above any start seen.
+START_TIMEOUT_S = 300.0
 CALL_TIMEOUT_S = 60.0
 EXIT_TIMEOUT_S = 20.0
 
@@ -48,8 +51,40 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def server_env(data_dir: Path, **settings: str) -> dict[str, str]:
-    """This process's environment without any MCP_MEMORY_* or HF_* variable, plus the data dir and ``settings``."""
+SHARED_MODELS_VARIABLE = "TESTS_SHARED_MODEL_CACHE"  # set by conftest.pytest_configure for the whole run
+
+
+def seed_model_cache(data_dir: Path) -> None:
+    """Give ``data_dir`` the run's assembled model cache (hard links), so its first start rewrites nothing.
+
+    The int8 rewrite takes seconds of CPU and 480 MB in a child process on every fresh data dir;
+    conftest builds it once per run (every xdist worker shares it) and each data dir a test
+    spawns a server on gets links to those files. A folder that already has a model cache keeps
+    it. Tests of the first start itself (tests/test_model_prepare.py) pass ``seed_model=False``.
+    """
+    shared = os.environ.get(SHARED_MODELS_VARIABLE)
+    target = data_dir / "models"
+    if not shared or target.exists():
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data_dir.chmod(0o755)
+
+    def link(source: str, destination: str) -> None:
+        try:
+            os.link(source, destination)
+        except OSError:  # another file system
+            shutil.copy2(source, destination)
+
+    shutil.copytree(shared, target, copy_function=link)
+
+
+def server_env(data_dir: Path, seed_model: bool = True, **settings: str) -> dict[str, str]:
+    """This process's environment without any MCP_MEMORY_* or HF_* variable, plus the data dir and ``settings``.
+
+    With ``seed_model`` (the default) the data dir gets the run's model cache first (seed_model_cache).
+    """
+    if seed_model:
+        seed_model_cache(data_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_MEMORY_", "HF_"))}
     env["MCP_MEMORY_DATA_DIR"] = str(data_dir)
     env.update(settings)
@@ -307,9 +342,9 @@ class Spawner:
         """A path for a data directory (not created: the server creates it)."""
         return self.root / name
 
-    def _start(self, args: list[str], data_dir: Path, settings: dict[str, str]) -> ServerProcess:
+    def _start(self, args: list[str], data_dir: Path, settings: dict[str, str], seed_model: bool = True) -> ServerProcess:
         log_path = self.log_dir / f"server-{len(self.servers)}.log"
-        server = ServerProcess(args, server_env(data_dir, **settings), log_path)
+        server = ServerProcess(args, server_env(data_dir, seed_model, **settings), log_path)
         self.servers.append(server)
         self.data_dirs.add(data_dir)
         return server

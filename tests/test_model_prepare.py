@@ -22,7 +22,7 @@ def _files(folder: Path) -> dict[str, tuple[int, int]]:
 
 def _prepare(data_dir: Path, **settings: str) -> subprocess.CompletedProcess[str]:
     # HF_HUB_OFFLINE: were anything fetched from a model hub, it would fail here (no network either).
-    env = server_env(data_dir, HF_HUB_OFFLINE="1", **settings)
+    env = server_env(data_dir, seed_model=False, HF_HUB_OFFLINE="1", **settings)  # a first start: nothing seeded
     return subprocess.run([MCP_MEMORY, "model", "prepare"], capture_output=True, text=True, timeout=300, env=env)
 
 
