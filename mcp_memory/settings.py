@@ -222,6 +222,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=_ENV_PREFIX,
         env_nested_delimiter="__",
+        # "" is unset: a Claude Desktop bundle (manifest.json) passes each option it declares, "" when left empty
+        env_ignore_empty=True,
         extra="forbid",  # a misspelt top-level key in the TOML file is an error, as in the groups
         toml_file=None,
     )

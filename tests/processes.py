@@ -196,9 +196,12 @@ def start_postgres(pgdata: Path) -> Any:
 
 
 class ServerProcess:
-    """One ``mcp-memory serve`` child; stdout lines are queued by a reader thread, stderr goes to a file."""
+    """One ``mcp-memory serve`` child; stdout lines are queued by a reader thread, stderr goes to a file.
 
-    def __init__(self, args: list[str], env: dict[str, str], log_path: Path) -> None:
+    ``program`` replaces this venv's ``mcp-memory`` (an installed copy, or ``uvx ... mcp-memory-pg``).
+    """
+
+    def __init__(self, args: list[str], env: dict[str, str], log_path: Path, program: list[str] | None = None) -> None:
         self.log_path = log_path
         self.lines: list[str] = []  # every stdout line, raw
         self.answered: dict[int, dict[str, Any]] = {}  # responses read while waiting for another id
@@ -206,7 +209,7 @@ class ServerProcess:
         self._next_id = 0
         with open(log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [MCP_MEMORY, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env
+                [*(program or [MCP_MEMORY]), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env
             )
         self._reader = threading.Thread(target=self._read_stdout, name="mcp-memory stdout", daemon=True)
         self._reader.start()

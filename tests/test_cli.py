@@ -10,6 +10,7 @@ import pytest
 
 from mcp_memory import __version__
 from mcp_memory.cli import main
+from mcp_memory.settings import Settings
 
 
 def test_version_is_printed(capsys):
@@ -87,3 +88,17 @@ def test_the_log_level_option_takes_any_case(monkeypatch, capsys):
     monkeypatch.setenv("MCP_MEMORY_LIMITS__MAX_CONTENT_CHARS", "abc")  # stop right after the options are read
     assert main(["--log-level", "warning", "doctor"]) == 2
     assert "invalid choice" not in capsys.readouterr().err
+
+
+def test_an_empty_variable_means_the_default_as_a_bundle_leaves_an_unset_option(monkeypatch, tmp_path):
+    """A Claude Desktop bundle passes every user_config option it declares, "" for one left empty
+    (manifest.json); "" used to set data_dir to the working directory and the LLM URL to ""."""
+    for name in ("MCP_MEMORY_DATA_DIR", "MCP_MEMORY_DATABASE_URL", "MCP_MEMORY_LLM__BASE_URL",
+                 "MCP_MEMORY_LLM__API_KEY", "MCP_MEMORY_LLM__ANSWER_MODEL"):
+        monkeypatch.setenv(name, "")
+    settings = Settings.load()
+    assert settings.data_dir == Settings.model_fields["data_dir"].default_factory()  # type: ignore[misc]
+    assert settings.database_url is None
+    assert settings.llm.base_url is None and settings.llm.api_key is None and settings.llm.answer_model is None
+    monkeypatch.setenv("MCP_MEMORY_DATA_DIR", str(tmp_path))
+    assert Settings.load().data_dir == tmp_path

