@@ -108,8 +108,6 @@ def test_the_ownership_check_accepts_the_exact_name_only() -> None:
     assert not declares_mcp_name("mcp-name:io.github.a/b", "io.github.a/b")
 
 
-@pytest.mark.xfail(strict=True, reason="README.md is rewritten on another branch: the lead adds the marker line "
-                                       "(docs/install.md, 'MCP Registry') when merging and removes this mark")
 def test_the_readme_that_becomes_the_pypi_description_carries_the_registry_marker() -> None:
     readme = ROOT / project()["readme"]
     assert declares_mcp_name(readme.read_text(encoding="utf-8"), server_json()["name"])
