@@ -152,3 +152,27 @@ def test_the_example_of_docs_privacy_md_redacts_as_shown():
     with pytest.raises(InvalidInput, match=r'^content: holds a secret \(aws-access-key\) at character 25; '
                                            r'privacy.secrets = "refuse", so nothing was stored'):
         screen("content", text, "refuse")
+
+
+def test_detection_never_opens_a_connection_though_the_library_can_verify_keys_online():
+    """detect-secrets' plugins can call AWS, Slack, Stripe, ... to verify a key (``verify``, reached
+    through ``analyze_line``); find_secrets never goes there. A child process with an audit hook that
+    refuses every socket connect and name look-up scans every labelled case."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cases = Path(__file__).resolve().parents[1] / "evals" / "cases" / "secrets.json"
+    script = (
+        "import json, sys\n"
+        "def refuse(event, args):\n"
+        "    if event in ('socket.connect', 'socket.getaddrinfo', 'socket.gethostbyname'):\n"
+        "        raise RuntimeError(f'network: {event} {args!r}')\n"
+        "sys.addaudithook(refuse)\n"
+        "from mcp_memory.privacy.detect import find_secrets\n"
+        f"cases = json.load(open({str(cases)!r}))['cases']\n"
+        "print(sum(bool(find_secrets(case['text'])) for case in cases))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout) == 136
