@@ -70,6 +70,15 @@ async def test_a_secret_is_redacted_before_it_is_stored_and_the_reply_and_audit_
     assert AWS not in out.getvalue() and REDACTED in out.getvalue()
 
 
+async def test_a_recall_query_holding_a_secret_is_audited_redacted(client):
+    await store(client, "ops", "The deploy runs at noon.")
+    await call(client, "recall_memory", {"session": "ops", "query": f"which service uses {AWS}?"})
+    audits = await call(client, "list_audits", {"session": "ops", "kind": "recall"})
+    detail = audits["audits"][0]["detail"]
+    assert (detail["query"], detail["queries"]) == (
+        "which service uses [redacted: aws-access-key]?", ["which service uses [redacted: aws-access-key]?"])
+
+
 async def test_the_keyword_index_and_the_vectors_hold_the_redacted_text(client, deps, pg_url):
     await store(client, "ops", SAID)
     lexemes = {row["lexeme"] for row in await _rows(pg_url, "SELECT lexeme FROM memory_terms")}
