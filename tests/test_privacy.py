@@ -70,6 +70,8 @@ LIBRARY_FORMATS = [
      "sk_live_51EXAMPLE0123456789abcdefghEXAMPLE0123456789abcdefgh0123"),
     ("url-password", "connect to postgres://app:Tr0ub4dor-EXAMPLE@db.internal:5432/prod", "Tr0ub4dor-EXAMPLE"),
     ("password", 'in settings.py I have DB_PASSWORD = "Hx7!EXAMPLE-pass9"', "Hx7!EXAMPLE-pass9"),
+    # a value that holds the word is still a password; only lower-case words with separators are placeholders
+    ("password", "the config says password: 'Password2024!'", "Password2024!"),
     ("sendgrid-key", "SG.EXAMPLE0123456789abcde.EXAMPLE0123456789abcdefghEXAMPLE0123456789a is the mail key",
      "SG.EXAMPLE0123456789abcde.EXAMPLE0123456789abcdefghEXAMPLE0123456789a"),
 ]

@@ -35,7 +35,6 @@ from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString,
 from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
 from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
 from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.keyword import DENYLIST as KEYWORDS
 from detect_secrets.plugins.keyword import KeywordDetector
 from detect_secrets.plugins.mailchimp import MailchimpDetector
 from detect_secrets.plugins.npm import NpmDetector
@@ -133,7 +132,6 @@ _PEM_BLOCK = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----.*?(?:----
                         r"|PuTTY-User-Key-File-2.*?(?:Private-MAC: *\S+|\Z)", re.DOTALL)
 _LINE = re.compile(r"[^\n]+")
 _QUOTE = re.compile(r"[\'\"`]")
-_KEYWORD = re.compile("|".join(KEYWORDS), re.IGNORECASE)
 _PLACEHOLDER = re.compile(r"[a-z_.-]+")
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_-]*")
 _JWT_TAIL = re.compile(r"[A-Za-z0-9_.+/=-]*")
@@ -198,8 +196,8 @@ def _gate(plugin: BasePlugin, kind: str) -> Callable[[str, str], bool]:
 
 def _placeholder(value: str) -> bool:
     """A keyword's value that names a secret instead of being one: ``api_key="my_api_key"``,
-    ``password: 'password'`` (lower-case letters and separators only, or holding the keyword)."""
-    return _PLACEHOLDER.fullmatch(value) is not None or _KEYWORD.search(value) is not None
+    ``password: 'password'`` (lower-case letters and separators only)."""
+    return _PLACEHOLDER.fullmatch(value) is not None
 
 
 def _plugin_secrets(plugin: BasePlugin, kind: str, line: str, offset: int) -> list[Secret]:
