@@ -1,5 +1,5 @@
 """The command line: ``mcp-memory serve`` (stdio or streamable HTTP), ``doctor``, ``token new``, ``usage``,
-``export``, ``import`` and ``model prepare``."""
+``export``, ``import``, ``redact`` and ``model prepare``."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from mcp_memory.errors import ConfigError, McpMemoryError
 from mcp_memory.http.app import serve_http
 from mcp_memory.http.auth import new_token, token_entry, token_env_line
 from mcp_memory.observe.logs import configure_logging
+from mcp_memory.privacy.sweep import add_redact_command
 from mcp_memory.settings import Settings
 from mcp_memory.stdio import serve_stdio
 from mcp_memory.transfer.run import add_transfer_commands
@@ -87,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
                                  "what was found, check it, and exit (1 when a check fails)",
                                  description="Start the database (embedded or external) and load the embedding model "
                                  "once, print the data directory, database, model, LLM and auth, then the checks "
-                                 "(postgresql, pgvector, extensions, migrations, indexes, vector_cache, auth, llm), "
+                                 "(postgresql, pgvector, extensions, migrations, indexes, vector_cache, secrets, auth, llm), "
                                  "each ok, warn or fail; exit 1 when one fails. See docs/operations.md, Health checks.")
     doctor.add_argument("--host", default="127.0.0.1",
                         help="the address serve --transport http will bind, for the auth check (default 127.0.0.1)")
@@ -108,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     usage.add_argument("--sessions", nargs="+", default=["*"], metavar="PATTERN",
                        help="only these sessions: exact names or prefixes ending in * (default: * = all)")
     add_transfer_commands(commands, common)
+    add_redact_command(commands, common)
     return parser
 
 
@@ -210,6 +212,10 @@ def main(argv: list[str] | None = None) -> int:
             from mcp_memory.transfer.run import run_import
 
             anyio.run(run_import, settings, args.path, args.session, args.session_prefix, args.dry_run, args.format)
+        elif args.command == "redact":
+            from mcp_memory.privacy.sweep import run_redact
+
+            anyio.run(run_redact, settings, args.session, args.sessions_like, args.all, args.dry_run)
         elif args.command == "model":
             from mcp_memory.embedding.prepare import prepare_model
 

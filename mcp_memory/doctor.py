@@ -15,6 +15,9 @@ before serving) and a one-line detail that says what to do when it is not ok:
   left by a failed ``CREATE INDEX CONCURRENTLY`` and is never used by queries.
 - ``vector_cache``: the in-process vector copies' budget (``recall.vector_cache_mb``) against what
   the sessions recall would copy need; warns when they do not fit (recall then scans in PostgreSQL).
+- ``secrets``: stored memories whose content or metadata holds a detectable secret, per session
+  (never a value); warns when there are any, unless ``privacy.secrets = "keep"``. ``mcp-memory
+  redact`` replaces them.
 - ``auth``: a non-loopback ``--host`` (the address serve will bind) without ``[auth]`` fails
   (warns with ``--insecure-no-auth``, as serve then runs); a token kept in plain text warns.
 - ``llm``: the LLM settings are coherent (a base_url with at least one model, or neither); not
@@ -27,12 +30,14 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from mcp_memory.access.scope import SessionScope
 from mcp_memory.db.migrate import MIN_PGVECTOR, packaged_migrations, version_tuple
 from mcp_memory.deps import Deps, Ready
 from mcp_memory.embedding.vector_cache import copy_nbytes
 from mcp_memory.errors import McpMemoryError
 from mcp_memory.http.app import is_loopback
 from mcp_memory.http.auth import describe_auth
+from mcp_memory.privacy.sweep import count_stored
 from mcp_memory.settings import Settings
 
 __all__ = ["Check", "doctor", "run_checks"]
@@ -98,6 +103,20 @@ async def _database_checks(ready: Ready) -> list[Check]:
     return checks
 
 
+async def _secrets(ready: Ready) -> Check:
+    scanned, sessions = await count_stored(ready.repository, SessionScope.parse(["*"]))
+    policy = ready.settings.privacy.secrets
+    if not sessions:
+        return Check("secrets", "ok", f"none of the {scanned} stored memories holds a detectable secret "
+                     f"(privacy.secrets = {policy!r})")
+    shown = sorted(sessions.items(), key=lambda item: (-item[1], item[0]))
+    listed = ", ".join(f"{session!r}: {count}" for session, count in shown[:10])
+    listed += f" and {len(shown) - 10} more sessions" if len(shown) > 10 else ""
+    return Check("secrets", "ok" if policy == "keep" else "warn",
+                 f"{sum(sessions.values())} of {scanned} stored memories hold a detectable secret ({listed}); "
+                 "mcp-memory redact --all (or --session NAME) replaces each by [redacted: <kind>]")
+
+
 def _migrations(applied: list[int]) -> Check:
     packaged = packaged_migrations()
     known = {version for version, _ in packaged}
@@ -161,6 +180,7 @@ async def run_checks(deps: Deps, host: str, insecure_no_auth: bool = False) -> l
                             f"model {ready.embedder.model} ({ready.embedder.dim} dims)"))
         try:
             checks.extend(await _database_checks(ready))
+            checks.append(await _secrets(ready))
         except McpMemoryError as exc:
             checks.append(Check("database", "fail", str(exc)))
     checks.append(_auth(settings, host, insecure_no_auth))

@@ -21,10 +21,22 @@ __all__ = [
     "Plan",
     "RecallResult",
     "RecalledMemory",
+    "Redaction",
     "StoreResult",
     "TimeWindow",
     "UsageStats",
 ]
+
+
+class Redaction(BaseModel):
+    """A secret taken out of a memory before it was stored: its kind and where it was, never its value."""
+
+    model_config = ConfigDict(frozen=True)
+
+    field: str = Field(description="Where it was: content, or metadata.<path> for a metadata string.")
+    kind: str = Field(description="What it was, e.g. aws-access-key, github-token, private-key, url-password.")
+    start: int = Field(description="Its first character in the field as sent (0-based, in characters).")
+    end: int = Field(description="One past its last character in the field as sent.")
 
 
 class NewMemory(BaseModel):
@@ -41,6 +53,7 @@ class NewMemory(BaseModel):
     supersedes: tuple[str, ...] = ()  # canonical memory_ids this memory replaces, each once
     idempotency_key: str | None = None  # the caller's key for retries of this store (1..128 characters)
     request_hash: bytes = b""  # sha256 of every argument as given: a retry must repeat them
+    redactions: tuple[Redaction, ...] = ()  # secrets taken out of content and metadata (privacy.secrets)
 
 
 class StoreResult(BaseModel):
@@ -58,6 +71,11 @@ class StoreResult(BaseModel):
     superseded: list[str] = Field(
         default_factory=list,
         description="Ids this call marked superseded by this memory (the supersedes given, plus any the LLM found).",
+    )
+    redactions: list[Redaction] = Field(
+        default_factory=list,
+        description="Secrets (API keys, tokens, passwords, private keys) replaced by [redacted: <kind>] before the "
+        "memory was stored; the stored text holds the marker, never the secret.",
     )
 
 
@@ -100,7 +118,7 @@ class AuditEntry(BaseModel):
 
     audit_id: int
     session: str
-    kind: str = Field(description="recall | delete | delete_session | supersede")
+    kind: str = Field(description="recall | delete | delete_session | supersede | redact")
     created_at: str
     detail: dict[str, Any]
 

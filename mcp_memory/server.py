@@ -177,7 +177,7 @@ def _tools(settings: Settings, deps: Deps, gate: Gate) -> list[Callable[..., Any
         = 20,
         kind: Annotated[
             str | None,
-            Field(description="Only rows of this kind: recall, delete, delete_session, supersede."),
+            Field(description="Only rows of this kind: recall, delete, delete_session, supersede, redact."),
         ] = None,
     ) -> AuditList:
         """List a session's audit trail, newest first: recalls (query, candidates, answer, timings), deletes and

@@ -27,6 +27,7 @@ from mcp_memory.access.settings import (
     AuthSettings, HttpSettings, MetricsSettings, OAuthSettings, StdioSettings, TokenSettings,
 )
 from mcp_memory.llm.settings import LlmSettings
+from mcp_memory.privacy.settings import PrivacySettings
 
 __all__ = [
     "AuthSettings",
@@ -36,6 +37,7 @@ __all__ = [
     "LlmSettings",
     "MetricsSettings",
     "OAuthSettings",
+    "PrivacySettings",
     "RecallSettings",
     "Settings",
     "StdioSettings",
@@ -251,6 +253,7 @@ class Settings(BaseSettings):
     http: HttpSettings = HttpSettings()
     stdio: StdioSettings = StdioSettings()
     metrics: MetricsSettings = MetricsSettings()
+    privacy: PrivacySettings = PrivacySettings()
 
     @classmethod
     def settings_customise_sources(

@@ -74,7 +74,7 @@ async def test_audits_are_newest_first_and_filter_by_kind_and_limit(client):
     assert [row["detail"]["query"] for row in recalls] == ["permit renewal", "parking permit"]
     assert latest_two == {"audits": everything[:2], "truncated": False}
     assert unknown.is_error
-    assert "kind: must be one of recall, delete, delete_session, supersede; got 'no-such-kind'" in (
+    assert "kind: must be one of recall, delete, delete_session, supersede, redact; got 'no-such-kind'" in (
         unknown.content[0].text
     )
 

@@ -103,7 +103,7 @@ async def test_export_import_into_an_empty_database_and_export_again_gives_the_s
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
     await _run(work_dir, pg_url, "export", "--all", "-o", str(first))
     imported = _summary(await _run(work_dir, fresh_db, "import", str(first)))
-    assert imported == {"stored": 4, "duplicates": 0, "supersessions": 1, "rejected": [], "dry_run": False}
+    assert imported == {"stored": 4, "duplicates": 0, "supersessions": 1, "redacted": 0, "rejected": [], "dry_run": False}
     await _run(work_dir, fresh_db, "export", "--all", "-o", str(second))
     (header_a, memories_a), (header_b, memories_b) = _lines(first), _lines(second)
     assert _without_export_time(header_a) == _without_export_time(header_b)

@@ -1,6 +1,7 @@
 """The repository: all SQL of mcp-memory lives here, in ``retrieval.py``, ``chronology.py`` and
 ``expansion.py`` (recall's search queries), in ``supersessions.py``, ``usage.py``, ``idempotency.py``,
-``transfer.py``, ``browse.py`` (the page's reads) and ``health.py`` (doctor), all mixed into
+``transfer.py``, ``browse.py`` (the page's reads), ``health.py`` (doctor) and ``redaction.py``
+(``mcp-memory redact``), all mixed into
 ``Repository``, each statement scoped by session.
 
 Every method takes the session as its first argument and every statement filters on it, so
@@ -29,6 +30,7 @@ from mcp_memory.db.chronology import ChronologyQueries
 from mcp_memory.db.expansion import ExpansionQueries
 from mcp_memory.db.health import HealthQueries
 from mcp_memory.db.idempotency import IdempotencyQueries, KeyRow, KeyTaken, claim
+from mcp_memory.db.redaction import RedactionQueries
 from mcp_memory.db.retrieval import RetrievalQueries
 from mcp_memory.db.supersessions import CANDIDATE_COLUMNS, WITH_SUPERSESSION, SupersessionQueries, candidate, mark
 from mcp_memory.db.transfer import TransferQueries
@@ -66,7 +68,7 @@ class StoredRow:
 
 class Repository(
     RetrievalQueries, ChronologyQueries, ExpansionQueries, SupersessionQueries, UsageQueries, IdempotencyQueries,
-    TransferQueries, BrowseQueries, HealthQueries,
+    TransferQueries, BrowseQueries, HealthQueries, RedactionQueries,
 ):
     """All reads and writes of memories, chunks, audits and usage."""
 

@@ -1,4 +1,4 @@
-"""Audit: one row per recall, delete and LLM supersession decision, in the caller's session.
+"""Audit: one row per recall, delete, LLM supersession decision and redaction of secrets, in the caller's session.
 
 Rows hold what was asked and what came back (ids, ranks, timings), never prompts, raw
 provider replies or keys.
@@ -14,7 +14,7 @@ from mcp_memory.models import AuditEntry, AuditList
 
 __all__ = ["list_audits", "record"]
 
-AUDIT_KINDS = ("recall", "delete", "delete_session", "supersede")
+AUDIT_KINDS = ("recall", "delete", "delete_session", "supersede", "redact")
 _ENVELOPE_CHARS = 64  # '{\n  "audits": [' ... '\n  ],\n  "truncated": false\n}' around the rows
 
 

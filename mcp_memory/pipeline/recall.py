@@ -21,6 +21,7 @@ from mcp_memory.pipeline.fuse import adjust, rrf, spread
 from mcp_memory.pipeline.implicit_updates import order_updates
 from mcp_memory.models import Candidate, RecallResult, RecalledMemory
 from mcp_memory.pipeline.plan import plan_query
+from mcp_memory.privacy.redact import redact
 from mcp_memory.pipeline.rerank import rerank
 from mcp_memory.pipeline.search import search
 from mcp_memory.pipeline.supersede import prefer_current
@@ -86,8 +87,12 @@ def _first_windows(ready: Ready) -> Callable[[list[str]], Awaitable[list[np.ndar
 async def recall(
     ready: Ready, session: str, query: str, top_k: int | None = None, include_superseded: bool = False
 ) -> RecallResult:
-    """Find the memories of ``session`` that answer ``query`` (``trace``) and write its audit row."""
+    """Find the memories of ``session`` that answer ``query`` (``trace``) and write its audit row;
+    unless ``privacy.secrets`` is keep, the row's query and planned queries have secrets redacted."""
     result, detail = await trace(ready, session, query, top_k, include_superseded)
+    if ready.settings.privacy.secrets != "keep":
+        detail = {**detail, "query": redact(detail["query"], "query")[0],
+                  "queries": [redact(planned, "query")[0] for planned in detail["queries"]]}
     await record(ready.repository, session, "recall", detail)
     return result
 

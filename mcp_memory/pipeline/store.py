@@ -1,4 +1,5 @@
-"""The write path: validate -> embed -> repository (with explicit supersedes) -> LLM supersession."""
+"""The write path: validate (secrets redacted) -> embed -> repository (with explicit supersedes) -> LLM
+supersession."""
 
 from __future__ import annotations
 
@@ -42,6 +43,10 @@ async def store(
     ``supersedes`` marked) and writes nothing, whether the first reply was lost or the two
     calls raced; a retry is answered before anything is embedded.
 
+    Secrets (``privacy.secrets``): with redact, each is replaced by ``[redacted: <kind>]`` before
+    anything is embedded, stored or shown to a model; the reply's ``redactions`` and a ``redact``
+    audit row list each one's kind and position. With refuse, a secret raises and nothing is stored.
+
     Failure policy: invalid input raises before anything is embedded or stored; an embedding
     failure raises and stores nothing; the same content already stored in the session
     returns the first memory_id with ``deduplicated`` true; a failing supersession model leaves
@@ -50,11 +55,13 @@ async def store(
     Raises:
         InvalidInput: an argument breaks a limit (the message names it), or ``supersedes`` names
             an id that is not a memory of this session, or the memory itself; or the
-            ``idempotency_key`` was used for other content or arguments, or its memory was deleted.
+            ``idempotency_key`` was used for other content or arguments, or its memory was deleted;
+            or, under ``privacy.secrets = "refuse"``, the content or metadata holds a secret.
         EmbeddingError, DatabaseUnavailable: a provider failed; nothing was stored.
     """
     limits = ready.settings.limits
-    memory = new_memory(session, content, occurred_at, metadata, importance, limits, supersedes, idempotency_key)
+    memory = new_memory(session, content, occurred_at, metadata, importance, limits, supersedes, idempotency_key,
+                        secrets=ready.settings.privacy.secrets)
     if memory.idempotency_key is not None:
         earlier = await ready.repository.idempotency_key(memory.session, memory.idempotency_key)
         if earlier is not None:
@@ -64,6 +71,9 @@ async def store(
     if isinstance(row, KeyRow):  # a call with the same key committed while this one embedded
         return _replayed(memory, row)
     superseded = list(row.superseded)
+    if memory.redactions:
+        await _audit(ready, memory.session, "redact", {"memory_id": row.memory_id, "source": "store",
+                                                       "redactions": [r.model_dump() for r in memory.redactions]})
     if row.superseded:
         await _audit_marks(ready, memory, row.memory_id, row.superseded)
     if not row.deduplicated:
@@ -75,6 +85,7 @@ async def store(
         occurred_at=row.occurred_at.isoformat(),
         deduplicated=row.deduplicated,
         superseded=superseded,
+        redactions=list(memory.redactions),
     )
 
 
@@ -85,10 +96,17 @@ async def _audit_marks(ready: Ready, memory: NewMemory, memory_id: str, marked: 
     already: a failing audit write is logged at WARNING and the call still succeeds."""
     detail = {"memory_id": memory_id, "source": "caller", "requested": list(memory.supersedes),
               "superseded": marked}
+    await _audit(ready, memory.session, "supersede", detail)
+
+
+async def _audit(ready: Ready, session: str, kind: str, detail: dict[str, Any]) -> None:
+    """One audit row of what this call committed already: a failing audit write is logged at
+    WARNING and the call still succeeds. A ``redact`` row lists each redaction's field, kind and
+    span, never the secret."""
     try:
-        await record(ready.repository, memory.session, "supersede", detail)
+        await record(ready.repository, session, kind, detail)
     except ProviderError as exc:
-        logger.warning("could not audit the caller's supersedes: %s", exc)
+        logger.warning("could not write the %s audit: %s", kind, exc)
 
 
 def _replayed(memory: NewMemory, earlier: KeyRow) -> StoreResult:
@@ -114,4 +132,5 @@ def _replayed(memory: NewMemory, earlier: KeyRow) -> StoreResult:
         deduplicated=True,
         replayed=True,
         superseded=earlier.superseded,
+        redactions=list(memory.redactions),
     )

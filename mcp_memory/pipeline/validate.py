@@ -15,6 +15,8 @@ from typing import Any
 
 from mcp_memory.errors import InvalidInput
 from mcp_memory.models import NewMemory
+from mcp_memory.privacy.redact import screen, screen_metadata
+from mcp_memory.privacy.settings import SecretsPolicy
 from mcp_memory.settings import LimitSettings
 
 __all__ = [
@@ -245,14 +247,19 @@ def new_memory(
     limits: LimitSettings,
     supersedes: Any = None,
     idempotency_key: str | None = None,
+    secrets: SecretsPolicy = "redact",
 ) -> NewMemory:
     """Validate every store_memory argument and build the memory to store.
 
-    ``request_hash`` fingerprints the arguments as given (an omitted ``occurred_at`` counts as
-    omitted, not as the time of this call), so a retry of the same call matches it.
+    Secrets in the content and in metadata strings are then handled as ``secrets``
+    (``privacy.secrets``) says: replaced by ``[redacted: <kind>]`` (listed in ``redactions``),
+    refused, or kept. What is hashed, stored and embedded is the redacted text.
+
+    ``request_hash`` fingerprints the arguments (secrets redacted; an omitted ``occurred_at``
+    counts as omitted, not as the time of this call), so a retry of the same call matches it.
 
     Raises:
-        InvalidInput: the first argument that breaks a rule, by name.
+        InvalidInput: the first argument that breaks a rule, by name; under refuse, a secret.
     """
     if importance is not None and not 0.0 <= importance <= 1.0:
         raise InvalidInput("importance", f"must be in the range 0..1; got {importance}")
@@ -262,6 +269,8 @@ def new_memory(
     checked_metadata = check_metadata(metadata, limits)
     checked_supersedes = check_supersedes(supersedes, limits)
     key = check_idempotency_key(idempotency_key)
+    content, redactions = screen("content", checked_content, secrets)
+    checked_metadata, in_metadata = screen_metadata(checked_metadata, secrets)
     request = json.dumps(
         [content, instant.astimezone(UTC).isoformat() if occurred_at is not None else None, checked_metadata,
          importance, sorted(checked_supersedes)],
@@ -269,7 +278,7 @@ def new_memory(
     )
     return NewMemory(
         session=checked_session,
-        content=checked_content,
+        content=content,
         occurred_at=instant,
         metadata=checked_metadata,
         importance=importance,
@@ -277,4 +286,5 @@ def new_memory(
         supersedes=checked_supersedes,
         idempotency_key=key,
         request_hash=hashlib.sha256(request.encode()).digest(),
+        redactions=(*redactions, *in_metadata),
     )

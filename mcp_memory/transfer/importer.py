@@ -22,6 +22,7 @@ from rich.text import Text
 
 from mcp_memory.deps import Ready
 from mcp_memory.errors import ConfigError
+from mcp_memory.pipeline.audit import record as audit
 from mcp_memory.transfer.export import FORMAT, VERSION
 from mcp_memory.transfer.detect import detect_format
 from mcp_memory.transfer.mcp_kg import kg_memories
@@ -38,17 +39,19 @@ BATCH_SIZE = 64  # memories per embedding batch and per insert transaction
 class ImportSummary:
     """What an import did (or, with ``dry_run``, would do): ``stored`` new memories, ``duplicates``
     skipped, ``rejected`` lines as (line number, or ``path:line`` of a note, and reason),
-    ``supersessions`` links restored."""
+    ``supersessions`` links restored, ``redacted`` memories stored with secrets replaced by markers."""
 
     dry_run: bool
     stored: int = 0
     duplicates: int = 0
     supersessions: int = 0
+    redacted: int = 0
     rejected: list[tuple[int | str, str]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {"stored": self.stored, "duplicates": self.duplicates, "supersessions": self.supersessions,
-                "rejected": [{"line": n, "reason": r} for n, r in self.rejected], "dry_run": self.dry_run}
+                "redacted": self.redacted, "rejected": [{"line": n, "reason": r} for n, r in self.rejected],
+                "dry_run": self.dry_run}
 
 
 class _Rate(ProgressColumn):
@@ -77,6 +80,7 @@ async def _flush(ready: Ready, batch: list[Record], summary: ImportSummary) -> N
     summary.duplicates += len(known)
     if summary.dry_run:
         summary.stored += len(new)  # would be stored
+        summary.redacted += sum(1 for i, r in enumerate(batch) if i not in known and r.redactions)
         return
     if not new:
         return
@@ -89,6 +93,12 @@ async def _flush(ready: Ready, batch: list[Record], summary: ImportSummary) -> N
     inserted = await repository.import_memories(rows)
     summary.stored += len(inserted)
     summary.duplicates += len(rows) - len(inserted)  # the same content twice in the file
+    stored = set(inserted)
+    for r in batch:  # one redact audit row per stored memory that held secrets: kinds and spans, never values
+        if r.redactions and r.row.memory_id in stored:
+            summary.redacted += 1
+            await audit(repository, r.row.session, "redact", {"memory_id": r.row.memory_id, "source": "import",
+                                                              "redactions": [x.model_dump() for x in r.redactions]})
 
 
 async def import_file(ready: Ready, path: Path, session: str | None = None, prefix: str = "",
@@ -130,7 +140,7 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
             try:
                 if isinstance(value, ValueError):
                     raise value
-                record = parse_record(value, limits, session, prefix)
+                record = parse_record(value, limits, session, prefix, ready.settings.privacy.secrets)
             except ValueError as exc:  # InvalidInput is one
                 summary.rejected.append((where, str(exc)))
                 shown = f"line {where}" if isinstance(where, int) else where

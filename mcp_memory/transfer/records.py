@@ -9,6 +9,7 @@ from typing import Any
 
 from mcp_memory.db.transfer import ImportRow
 from mcp_memory.errors import InvalidInput
+from mcp_memory.models import Redaction
 from mcp_memory.pipeline.validate import (
     check_idempotency_key,
     check_memory_id,
@@ -16,6 +17,7 @@ from mcp_memory.pipeline.validate import (
     new_memory,
     parse_occurred_at,
 )
+from mcp_memory.privacy.settings import SecretsPolicy
 from mcp_memory.settings import LimitSettings
 
 __all__ = ["Link", "Record", "parse_record"]
@@ -40,10 +42,12 @@ class Link:
 
 @dataclass(frozen=True)
 class Record:
-    """A checked line: the memory to insert (without vectors yet) and its supersession, if any."""
+    """A checked line: the memory to insert (without vectors yet), its supersession if any, and
+    the secrets taken out of it."""
 
     row: ImportRow
     link: Link | None
+    redactions: tuple[Redaction, ...] = ()
 
 
 def _text(value: Any, field: str) -> str:
@@ -73,16 +77,19 @@ def _keys(value: Any) -> list[dict[str, Any]]:
     return keys
 
 
-def parse_record(value: Any, limits: LimitSettings, session: str | None, prefix: str) -> Record:
+def parse_record(value: Any, limits: LimitSettings, session: str | None, prefix: str,
+                 secrets: SecretsPolicy = "redact") -> Record:
     """Check one exported memory and build what to insert.
 
     Args:
         value: the line's JSON value.
         session: store into this session instead of the line's own; ``prefix`` is put before either.
+        secrets: ``privacy.secrets``: secrets in content and metadata are redacted (listed in the
+            record's ``redactions``), refused (the line is rejected), or kept, as store_memory does.
 
     Raises:
         InvalidInput: the first field that breaks a rule (an unknown field, a missing memory_id,
-            session, content or occurred_at, or any store_memory rule), by name.
+            session, content or occurred_at, or any store_memory rule, a secret under refuse), by name.
     """
     if not isinstance(value, dict):
         raise InvalidInput("line", "must be a JSON object (one memory)")
@@ -98,7 +105,7 @@ def parse_record(value: Any, limits: LimitSettings, session: str | None, prefix:
     if importance is not None and (isinstance(importance, bool) or not isinstance(importance, int | float)):
         raise InvalidInput("importance", f"must be a number in 0..1; got {importance!r}")
     memory = new_memory(target, _text(value["content"], "content"), _text(value["occurred_at"], "occurred_at"),
-                        value.get("metadata"), importance, limits)
+                        value.get("metadata"), importance, limits, secrets=secrets)
     created = value.get("created_at")
     row = ImportRow(
         session=memory.session, memory_id=memory_id, content=memory.content, content_hash=memory.content_hash,
@@ -117,4 +124,4 @@ def parse_record(value: Any, limits: LimitSettings, session: str | None, prefix:
         at = value.get("superseded_at")
         link = Link(memory.session, memory_id, successor,
                     parse_occurred_at(_text(at, "superseded_at")) if at is not None else datetime.now(UTC), source)
-    return Record(row, link)
+    return Record(row, link, memory.redactions)

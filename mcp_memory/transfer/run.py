@@ -83,7 +83,7 @@ async def run_import(settings: Settings, path: Path, session: str | None, prefix
         await deps.close()
     verb = "would store" if summary.dry_run else "stored"
     print(f"{verb} {summary.stored}, duplicates skipped {summary.duplicates}, rejected {len(summary.rejected)}, "
-          f"supersessions restored {summary.supersessions}", file=sys.stderr)
+          f"supersessions restored {summary.supersessions}, secrets redacted in {summary.redacted}", file=sys.stderr)
     print(json.dumps(summary.as_json(), ensure_ascii=False, indent=2))
 
 def add_transfer_commands(commands: Any, common: argparse.ArgumentParser) -> None:

@@ -1,0 +1,76 @@
+"""Rewriting a stored memory's text in place (``mcp-memory redact``): content, metadata, vectors and
+the keyword and CJK indexes, in one transaction.
+
+Mixed into ``Repository``, which provides ``_run``. ``memory_terms`` and ``memory_grams`` are kept
+by insert triggers only (migrations 003, 013), so an update rebuilds the memory's rows of both here
+with the triggers' own statements; ``memory_stats`` follows the update by its trigger (a new version,
+so in-process vector copies reload).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import asyncpg
+import numpy as np
+
+__all__ = ["RedactionQueries"]
+
+
+class RedactionQueries:
+    """Replace a memory's text where a secret was found."""
+
+    _run: Callable[[Callable[[asyncpg.Connection], Awaitable[Any]]], Awaitable[Any]]
+
+    async def replace_text(self, session: str, memory_id: str, content: str, content_hash: bytes,
+                           metadata: dict[str, Any], embeddings: list[np.ndarray]) -> str | None:
+        """Give the memory ``content`` (sha256 ``content_hash``), ``metadata`` and its window vectors
+        (window 0 first), and rebuild its keyword, CJK and chunk rows; its idempotency keys now
+        name the new content.
+
+        Returns:
+            None when it was rewritten; when the session already holds ``content`` under another
+            memory, that memory's id, and this one was deleted instead (two memories that differed
+            only in a secret are one memory once it is gone).
+        """
+
+        async def work(connection: asyncpg.Connection) -> str | None:
+            async with connection.transaction():
+                other = await connection.fetchval(
+                    "SELECT memory_id::text FROM memories WHERE session = $1 AND content_hash = $2"
+                    " AND memory_id <> $3::uuid", session, content_hash, memory_id)
+                if other is not None:
+                    await connection.execute("DELETE FROM memories WHERE session = $1 AND memory_id = $2::uuid",
+                                             session, memory_id)
+                    return other
+                await connection.execute(
+                    "UPDATE memories SET content = $3, content_hash = $4, metadata = $5::jsonb, embedding = $6"
+                    " WHERE session = $1 AND memory_id = $2::uuid",
+                    session, memory_id, content, content_hash, json.dumps(metadata, ensure_ascii=False),
+                    embeddings[0])
+                await connection.execute("DELETE FROM memory_chunks WHERE session = $1 AND memory_id = $2::uuid",
+                                         session, memory_id)
+                await connection.execute("DELETE FROM memory_terms WHERE session = $1 AND memory_id = $2::uuid",
+                                         session, memory_id)
+                await connection.execute("DELETE FROM memory_grams WHERE session = $1 AND memory_id = $2::uuid",
+                                         session, memory_id)
+                if len(embeddings) > 1:
+                    await connection.executemany(
+                        "INSERT INTO memory_chunks (session, memory_id, chunk_no, embedding) VALUES ($1, $2::uuid, $3, $4)",
+                        [(session, memory_id, no, vec) for no, vec in enumerate(embeddings[1:], 1)])
+                await connection.execute(  # as migration 003's trigger, from search_text's own expression
+                    "INSERT INTO memory_terms (session, lexeme, memory_id, tf, dl)"
+                    " SELECT $1, u.lexeme, $2::uuid, coalesce(array_length(u.positions, 1), 1),"
+                    " length(to_tsvector('english', $3)) FROM unnest(to_tsvector('english', $3)) u",
+                    session, memory_id, content)
+                await connection.execute(  # as migration 013's trigger
+                    "INSERT INTO memory_grams (session, gram, memory_id)"
+                    " SELECT $1, g.gram, $2::uuid FROM memory_cjk_grams($3) AS g(gram)", session, memory_id, content)
+                await connection.execute(
+                    "UPDATE idempotency_keys SET content_hash = $3 WHERE session = $1 AND memory_id = $2::uuid",
+                    session, memory_id, content_hash)
+                return None
+
+        return await self._run(work)
