@@ -27,7 +27,7 @@ from mcp_memory.transfer.detect import detect_format
 from mcp_memory.transfer.mcp_kg import kg_memories
 from mcp_memory.transfer.mem0 import Mem0FileError, mem0_memories
 from mcp_memory.transfer.notes import note_paragraphs
-from mcp_memory.transfer.records import Link, Record, parse_record
+from mcp_memory.transfer.records import Link, Record, parse_line, parse_record
 
 __all__ = ["ImportSummary", "import_file"]
 
@@ -199,9 +199,9 @@ def _export_entries(path: Path) -> Iterator[tuple[int, Any]]:
                 yield number, None
             else:
                 try:
-                    yield number, json.loads(raw)
-                except (ValueError, RecursionError) as exc:  # RecursionError: nested past the decoder's limit
-                    yield number, ValueError(f"not JSON ({exc})")
+                    yield number, parse_line(raw)
+                except ValueError as exc:
+                    yield number, exc
     if number == 0:
         raise ConfigError(f"{path}: empty file; an export starts with its header line")
 
