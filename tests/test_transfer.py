@@ -171,9 +171,27 @@ async def test_a_dry_run_counts_what_it_would_store_and_stores_nothing(client, p
     path, after = tmp_path / "all.jsonl", tmp_path / "after.jsonl"
     await _run(work_dir, pg_url, "export", "--all", "-o", str(path))
     summary = _summary(await _run(work_dir, fresh_db, "import", str(path), "--dry-run"))
-    assert (summary["stored"], summary["dry_run"]) == (4, True)
+    assert (summary["stored"], summary["supersessions"], summary["dry_run"]) == (4, 1, True)
     await _run(work_dir, fresh_db, "export", "--all", "-o", str(after))
     assert _lines(after)[1] == []
+
+
+async def test_a_dry_run_counts_the_supersessions_the_real_import_restores(client, pg_url, fresh_db, work_dir, tmp_path):
+    """The dry run said "supersessions restored 0" where the import then restored 1."""
+    await _store_sample(client)
+    path = tmp_path / "all.jsonl"
+    await _run(work_dir, pg_url, "export", "--all", "-o", str(path))
+    header, *rest = path.read_text().splitlines()
+    lines = [line for line in rest if json.loads(line)["session"] == "team:a"]
+    path.write_text("\n".join([header, *lines]) + "\n")  # the old memory and its successor
+    dry = _summary(await _run(work_dir, fresh_db, "import", str(path), "--dry-run"))
+    real = _summary(await _run(work_dir, fresh_db, "import", str(path)))
+    assert (dry["stored"], dry["supersessions"]) == (real["stored"], real["supersessions"]) == (2, 1)
+    again = _summary(await _run(work_dir, fresh_db, "import", str(path), "--dry-run"))
+    assert (again["stored"], again["duplicates"], again["supersessions"]) == (0, 2, 0)
+    path.write_text("\n".join([header, lines[0]]) + "\n")  # its successor is neither in the file nor in copy:team:a
+    alone = _summary(await _run(work_dir, fresh_db, "import", str(path), "--dry-run", "--session-prefix", "copy:"))
+    assert (alone["stored"], alone["supersessions"]) == (1, 0)
 
 
 async def test_a_session_prefix_imports_beside_the_originals_with_the_same_ids(client, pg_url, work_dir, tmp_path):

@@ -69,17 +69,21 @@ def _check_header(path: Path, first: str) -> None:
         raise ConfigError(f"{path}: export format version {header.get('version')!r}; this mcp-memory reads {VERSION}")
 
 
-async def _flush(ready: Ready, batch: list[Record], summary: ImportSummary) -> None:
-    """Store one batch: skip what the database holds already, embed the rest in one call, insert."""
+async def _flush(ready: Ready, batch: list[Record], summary: ImportSummary) -> list[tuple[str, str]]:
+    """Store one batch: skip what the database holds already, embed the rest in one call, insert.
+
+    Returns:
+        With ``dry_run``, (session, memory_id) of each memory that would be stored; else nothing.
+    """
     repository = ready.repository
     known = await repository.existing([(r.row.session, r.row.memory_id, r.row.content_hash) for r in batch])
     new = [r.row for i, r in enumerate(batch) if i not in known]
     summary.duplicates += len(known)
     if summary.dry_run:
         summary.stored += len(new)  # would be stored
-        return
+        return [(row.session, row.memory_id) for row in new]
     if not new:
-        return
+        return []
     windows = [ready.embedder.windows(row.content) for row in new]
     vectors = await ready.embedder.embed_batch([w for pieces in windows for w in pieces])
     rows, start = [], 0
@@ -89,6 +93,7 @@ async def _flush(ready: Ready, batch: list[Record], summary: ImportSummary) -> N
     inserted = await repository.import_memories(rows)
     summary.stored += len(inserted)
     summary.duplicates += len(rows) - len(inserted)  # the same content twice in the file
+    return []
 
 
 async def import_file(ready: Ready, path: Path, session: str | None = None, prefix: str = "",
@@ -117,6 +122,7 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
     limits = ready.settings.limits
     summary = ImportSummary(dry_run=dry_run)
     links: list[Link] = []
+    planned: list[tuple[str, str]] = []  # with dry_run: the memories that would be stored
     total, entries = _entries(path, fmt, session)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _Rate(),
                TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn())
@@ -140,13 +146,15 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
             if record.link is not None:
                 links.append(record.link)
             if len(batch) == BATCH_SIZE:
-                await _flush(ready, batch, summary)
+                planned += await _flush(ready, batch, summary)
                 batch = []
         if batch:
-            await _flush(ready, batch, summary)
-    if not dry_run:
-        summary.supersessions = await ready.repository.import_supersessions(
-            [(k.session, k.memory_id, k.superseded_by, k.superseded_at, k.source) for k in links])
+            planned += await _flush(ready, batch, summary)
+    rows = [(k.session, k.memory_id, k.superseded_by, k.superseded_at, k.source) for k in links]
+    if dry_run:
+        summary.supersessions = await ready.repository.count_supersessions(rows, planned)
+    else:
+        summary.supersessions = await ready.repository.import_supersessions(rows)
     return summary
 
 
