@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib.util
 import json
 import logging
@@ -169,6 +170,25 @@ def _shown(error: Any) -> object:
     return _hidden(error.get("input"))
 
 
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
+
+
+def _problem(error: Any) -> str:
+    """One bad key of the settings as operators name it: ``unknown section [recal] (did you mean
+    [recall]?)`` or ``unknown setting recall.topk (...)`` for a key no model has (pydantic says
+    "Extra inputs are not permitted"), else the key, pydantic's message and the input."""
+    loc = error["loc"]
+    if error["type"] != "extra_forbidden":
+        return f"{_dotted(loc)}: {error['msg']} (got {_shown(error)!r})"
+    known = Settings.keys_at(loc[:-1])
+    near = [_dotted((*loc[:-1], name)) for name in difflib.get_close_matches(str(loc[-1]), known, n=1)]
+    if isinstance(error.get("input"), dict):
+        return f"unknown section [{_dotted(loc)}]" + "".join(f" (did you mean [{name}]?)" for name in near)
+    hint = f"did you mean {near[0]}?" if near else f"{_dotted(loc[:-1]) or 'the top level'}'s settings: {', '.join(known)}"
+    return f"unknown setting {_dotted(loc)} ({hint})"
+
+
 def _load_settings(config: Path | None) -> Settings:
     """Settings.load, with pydantic's and TOML's errors turned into one line per bad key."""
     import tomllib
@@ -176,11 +196,7 @@ def _load_settings(config: Path | None) -> Settings:
     try:
         return Settings.load(config)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']} (got {_shown(error)!r})"
-            for error in exc.errors()
-        )
-        raise ConfigError(f"invalid settings: {problems}") from None
+        raise ConfigError(f"invalid settings: {'; '.join(_problem(error) for error in exc.errors())}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file is not valid TOML: {exc}") from None
 
