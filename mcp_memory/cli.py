@@ -263,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _new_token(args: argparse.Namespace) -> int:
-    """``mcp-memory token new``: the token on stdout once, then the entry to paste."""
+    """``mcp-memory token new``: the token alone on stdout (one line, for scripts), then on stderr what
+    to do with it and the entry to paste (which holds only its SHA-256)."""
     from mcp_memory.access.scope import SessionScope
 
     try:
@@ -275,18 +276,20 @@ def _new_token(args: argparse.Namespace) -> int:
         print("mcp-memory: --name must not be blank and --rate-limit-per-minute must be at least 1", file=sys.stderr)
         return 2
     token = new_token()
-    print(f"Token for {args.name!r} (shown only now; give it to the client as the header "
-          f"'Authorization: Bearer <token>'):\n{token}\n")
+    print(token, flush=True)  # alone on stdout, so TOKEN=$(mcp-memory token new ...) captures it
+    say = sys.stderr.write
+    say(f"The line above is the token for {args.name!r}, shown only now; give it to the client as the header "
+        "'Authorization: Bearer <token>'.\n\n")
     if args.env:
-        print("Put this line into .env in place of any MCP_MEMORY_AUTH__TOKENS line (it holds only the token's "
-              "SHA-256; one line holds every token, so merge the lists to keep several) and restart the server "
-              "(docker compose up -d):\n")
-        print(token_env_line(token, args.name, args.sessions, args.can_delete, args.rate_limit_per_minute))
+        say("Put this line into .env in place of any MCP_MEMORY_AUTH__TOKENS line (it holds only the token's "
+            "SHA-256; one line holds every token, so merge the lists to keep several) and restart the server "
+            "(docker compose up -d):\n\n")
+        say(token_env_line(token, args.name, args.sessions, args.can_delete, args.rate_limit_per_minute) + "\n")
         return 0
-    print("Paste this into config.toml (it holds only the token's SHA-256) and restart the server with "
-          "--config config.toml (or MCP_MEMORY_CONFIG=config.toml); a server on 0.0.0.0 also accepts the names in "
-          "[http] allowed_hosts:\n")
-    print(token_entry(token, args.name, args.sessions, args.can_delete, args.rate_limit_per_minute))
+    say("Paste this into config.toml (it holds only the token's SHA-256) and restart the server with "
+        "--config config.toml (or MCP_MEMORY_CONFIG=config.toml); a server on 0.0.0.0 also accepts the names in "
+        "[http] allowed_hosts:\n\n")
+    say(token_entry(token, args.name, args.sessions, args.can_delete, args.rate_limit_per_minute) + "\n")
     return 0
 
 
