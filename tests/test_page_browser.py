@@ -285,3 +285,45 @@ async def test_the_pager_walks_a_session_newest_first_by_its_cursor(browser: Any
     assert _texts(browser, "li.memory .content") == [f"Log line {n:02d}" for n in range(4, -1, -1)]
     assert not _texts(browser, "a[rel=next]") and _texts(browser, ".pager a") == ["← Newest"]
 
+
+PHONE = (420, 900)  # px, a phone held upright
+NARROWEST_TEXT_PX = 40  # a box of text narrower than this wraps word by word, or letter by letter
+
+
+def _layout_faults(driver: Any) -> list[str]:
+    """What is broken at this width: a page wider than the window, or a box of text (its own
+    text longer than 3 characters) narrower than NARROWEST_TEXT_PX."""
+    return driver.execute_script("""
+        const faults = [];
+        if (document.documentElement.scrollWidth > window.innerWidth + 1)
+          faults.push(`page ${document.documentElement.scrollWidth} px wide in a ${window.innerWidth} px window`);
+        for (const node of document.querySelectorAll("body *")) {
+          const own = [...node.childNodes].filter((c) => c.nodeType === 3).map((c) => c.data).join("").trim();
+          const box = node.getBoundingClientRect();
+          if (own.length > 3 && box.width > 0 && box.width < arguments[0])
+            faults.push(`${node.tagName.toLowerCase()} "${own.slice(0, 30)}" is ${Math.round(box.width)} px wide`);
+        }
+        return faults;""", NARROWEST_TEXT_PX)
+
+
+async def test_at_phone_width_the_sessions_stack_above_a_full_width_column(browser: Any, open_server: str) -> None:
+    """At 420 px the sidebar took half the width and the text wrapped letter by letter."""
+    from selenium.webdriver.common.by import By
+
+    browser.set_window_size(*PHONE)
+    try:
+        browser.get(open_server + "/?session=home%3Agarden")
+        _wait_for(browser, "li.memory")
+        width = browser.execute_script("return window.innerWidth")
+        view, nav = browser.find_element(By.ID, "view").rect, browser.find_element(By.ID, "sessions").rect
+        browser.save_screenshot(str(ARTIFACTS / "page-phone.png"))
+        assert view["width"] > 300 and view["width"] > 0.9 * width, (view, width)
+        assert nav["y"] + nav["height"] <= view["y"], (nav, view)  # the sessions above, not beside
+        assert _layout_faults(browser) == []
+
+        _wait_for(browser, "ul.audits a", "recall").click()
+        _wait_for(browser, ".refusal")
+        browser.save_screenshot(str(ARTIFACTS / "page-phone-audit.png"))
+        assert _layout_faults(browser) == []
+    finally:
+        browser.set_window_size(1100, 720)
