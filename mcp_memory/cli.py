@@ -171,7 +171,7 @@ def _shown(error: Any) -> object:
 
 
 def _dotted(loc: tuple[int | str, ...]) -> str:
-    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
+    return ".".join(str(part) for part in loc)  # auth.tokens.0.name: pydantic's path, as the README quotes it
 
 
 def _problem(error: Any) -> str:

@@ -69,7 +69,7 @@ def test_a_misspelt_top_level_key_or_section_in_the_config_file_is_named_as_such
         ("[auth.oatuh]\nissuer = 'x'\n", "unknown section [auth.oatuh] (did you mean [auth.oauth]?)"),
         ("[recall]\nrrfk = 5\n", "unknown setting recall.rrfk (did you mean recall.rrf_k?)"),
         ("[[auth.tokens]]\nname = 'a'\ntoken = '0123456789abcdef'\nsesions = ['a']\n",
-         "unknown setting auth.tokens[0].sesions (did you mean auth.tokens[0].sessions?)"),
+         "unknown setting auth.tokens.0.sesions (did you mean auth.tokens.0.sessions?)"),
         ("[stdio]\nzzz = 1\n", "unknown setting stdio.zzz (stdio's settings: "),
     ]:
         config.write_text(text)
