@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib.util
 import json
 import logging
@@ -171,6 +172,25 @@ def _shown(error: Any) -> object:
     return _hidden(error.get("input"))
 
 
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(part) for part in loc)  # auth.tokens.0.name: pydantic's path, as the README quotes it
+
+
+def _problem(error: Any) -> str:
+    """One bad key of the settings as operators name it: ``unknown section [recal] (did you mean
+    [recall]?)`` or ``unknown setting recall.topk (...)`` for a key no model has (pydantic says
+    "Extra inputs are not permitted"), else the key, pydantic's message and the input."""
+    loc = error["loc"]
+    if error["type"] != "extra_forbidden":
+        return f"{_dotted(loc)}: {error['msg']} (got {_shown(error)!r})"
+    known = Settings.keys_at(loc[:-1])
+    near = [_dotted((*loc[:-1], name)) for name in difflib.get_close_matches(str(loc[-1]), known, n=1)]
+    if isinstance(error.get("input"), dict):
+        return f"unknown section [{_dotted(loc)}]" + "".join(f" (did you mean [{name}]?)" for name in near)
+    hint = f"did you mean {near[0]}?" if near else f"{_dotted(loc[:-1]) or 'the top level'}'s settings: {', '.join(known)}"
+    return f"unknown setting {_dotted(loc)} ({hint})"
+
+
 def _load_settings(config: Path | None) -> Settings:
     """Settings.load, with pydantic's and TOML's errors turned into one line per bad key."""
     import tomllib
@@ -178,11 +198,7 @@ def _load_settings(config: Path | None) -> Settings:
     try:
         return Settings.load(config)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']} (got {_shown(error)!r})"
-            for error in exc.errors()
-        )
-        raise ConfigError(f"invalid settings: {problems}") from None
+        raise ConfigError(f"invalid settings: {'; '.join(_problem(error) for error in exc.errors())}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file is not valid TOML: {exc}") from None
 
@@ -253,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _new_token(args: argparse.Namespace) -> int:
-    """``mcp-memory token new``: the token on stdout once, then the entry to paste."""
+    """``mcp-memory token new``: the token alone on stdout (one line, for scripts), then on stderr what
+    to do with it and the entry to paste (which holds only its SHA-256)."""
     from mcp_memory.access.scope import SessionScope
 
     try:
@@ -265,18 +282,20 @@ def _new_token(args: argparse.Namespace) -> int:
         print("mcp-memory: --name must not be blank and --rate-limit-per-minute must be at least 1", file=sys.stderr)
         return 2
     token = new_token()
-    print(f"Token for {args.name!r} (shown only now; give it to the client as the header "
-          f"'Authorization: Bearer <token>'):\n{token}\n")
+    print(token, flush=True)  # alone on stdout, so TOKEN=$(mcp-memory token new ...) captures it
+    say = sys.stderr.write
+    say(f"The line above is the token for {args.name!r}, shown only now; give it to the client as the header "
+        "'Authorization: Bearer <token>'.\n\n")
     if args.env:
-        print("Put this line into .env in place of any MCP_MEMORY_AUTH__TOKENS line (it holds only the token's "
-              "SHA-256; one line holds every token, so merge the lists to keep several) and restart the server "
-              "(docker compose up -d):\n")
-        print(token_env_line(token, args.name, args.sessions, args.can_delete, args.rate_limit_per_minute))
+        say("Put this line into .env in place of any MCP_MEMORY_AUTH__TOKENS line (it holds only the token's "
+            "SHA-256; one line holds every token, so merge the lists to keep several) and restart the server "
+            "(docker compose up -d):\n\n")
+        say(token_env_line(token, args.name, args.sessions, args.can_delete, args.rate_limit_per_minute) + "\n")
         return 0
-    print("Paste this into config.toml (it holds only the token's SHA-256) and restart the server with "
-          "--config config.toml (or MCP_MEMORY_CONFIG=config.toml); a server on 0.0.0.0 also accepts the names in "
-          "[http] allowed_hosts:\n")
-    print(token_entry(token, args.name, args.sessions, args.can_delete, args.rate_limit_per_minute))
+    say("Paste this into config.toml (it holds only the token's SHA-256) and restart the server with "
+        "--config config.toml (or MCP_MEMORY_CONFIG=config.toml); a server on 0.0.0.0 also accepts the names in "
+        "[http] allowed_hosts:\n\n")
+    say(token_entry(token, args.name, args.sessions, args.can_delete, args.rate_limit_per_minute) + "\n")
     return 0
 
 

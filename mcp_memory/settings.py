@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 import platformdirs
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
@@ -269,6 +269,20 @@ class Settings(BaseSettings):
         if toml_file:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(toml_file)))
         return tuple(sources)
+
+    @classmethod
+    def keys_at(cls, loc: tuple[int | str, ...]) -> list[str]:
+        """The keys of the group at ``loc`` (a pydantic error's path: group names, list positions),
+        in declaration order; [] where ``loc`` names no group."""
+        model: type[BaseModel] | None = cls
+        for part in loc:
+            if isinstance(part, int):
+                continue  # a position in a list of groups ([[auth.tokens]]): the group is the item's
+            field = model.model_fields.get(part) if model else None
+            kinds = [field.annotation, *get_args(field.annotation)] if field else []
+            kinds += [arg for kind in kinds for arg in get_args(kind)]
+            model = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)), None)
+        return list(model.model_fields) if model else []
 
     @classmethod
     def load(cls, config_path: Path | None = None) -> Settings:

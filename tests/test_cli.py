@@ -34,11 +34,12 @@ def test_a_bad_setting_is_one_line_naming_the_key(monkeypatch, capsys):
     assert "Traceback" not in err
 
 
-def test_a_misspelt_key_in_the_config_file_is_rejected(tmp_path, capsys):
+def test_a_misspelt_key_in_the_config_file_is_rejected_naming_the_nearest_setting(tmp_path, capsys):
     config = tmp_path / "config.toml"
     config.write_text("[limits]\nmax_content_char = 5\n")
     assert main(["--config", str(config), "doctor"]) == 2
-    assert "limits.max_content_char: Extra inputs are not permitted" in capsys.readouterr().err
+    assert capsys.readouterr().err.strip() == (
+        "mcp-memory: invalid settings: unknown setting limits.max_content_char (did you mean limits.max_content_chars?)")
 
 
 def test_an_http_server_whose_port_is_taken_exits_non_zero(tmp_path, pg_url):
@@ -59,14 +60,31 @@ def test_an_http_server_whose_port_is_taken_exits_non_zero(tmp_path, pg_url):
     assert result.stdout == ""
 
 
-def test_a_misspelt_top_level_key_or_group_in_the_config_file_is_rejected(tmp_path, capsys):
+def test_a_misspelt_top_level_key_or_section_in_the_config_file_is_named_as_such_not_as_an_extra_input(
+        tmp_path, capsys):
+    """An unknown section read "recal: Extra inputs are not permitted (got {'rrf_k': 5})": pydantic's words."""
     config = tmp_path / "config.toml"
-    config.write_text('log_levl = "DEBUG"\n')
-    assert main(["--config", str(config), "doctor"]) == 2
-    assert "log_levl: Extra inputs are not permitted" in capsys.readouterr().err
-    config.write_text("[recal]\nrrf_k = 5\n")
-    assert main(["--config", str(config), "doctor"]) == 2
-    assert "recal: Extra inputs are not permitted" in capsys.readouterr().err
+    for text, said in [
+        ('log_levl = "DEBUG"\n', "unknown setting log_levl (did you mean log_level?)"),
+        ("[recal]\nrrf_k = 5\n", "unknown section [recal] (did you mean [recall]?)"),
+        ("[auth.oatuh]\nissuer = 'x'\n", "unknown section [auth.oatuh] (did you mean [auth.oauth]?)"),
+        ("[recall]\nrrfk = 5\n", "unknown setting recall.rrfk (did you mean recall.rrf_k?)"),
+        ("[[auth.tokens]]\nname = 'a'\ntoken = '0123456789abcdef'\nsesions = ['a']\n",
+         "unknown setting auth.tokens.0.sesions (did you mean auth.tokens.0.sessions?)"),
+        ("[stdio]\nzzz = 1\n", "unknown setting stdio.zzz (stdio's settings: "),
+    ]:
+        config.write_text(text)
+        assert main(["--config", str(config), "doctor"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("mcp-memory: invalid settings: ") and said in err, err
+        assert "Extra inputs" not in err and "\n" not in err
+
+
+def test_a_misspelt_group_key_in_the_environment_is_named_as_an_unknown_setting(monkeypatch, capsys):
+    monkeypatch.setenv("MCP_MEMORY_RECALL__RRFK", "5")
+    assert main(["doctor"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "mcp-memory: invalid settings: unknown setting recall.rrfk (did you mean recall.rrf_k?)")
 
 
 def test_a_misspelt_environment_variable_is_rejected_naming_it(monkeypatch, capsys):

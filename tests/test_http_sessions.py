@@ -96,13 +96,20 @@ async def test_a_client_past_its_session_bound_loses_its_oldest_sessions_and_oth
     assert _alive(port, _open(port, token="token-b"), "token-b")  # at its own bound: its oldest makes room
 
 
-async def test_an_idle_session_is_closed_after_the_configured_timeout(pg_url: str, spawn: Spawner) -> None:
-    port, server = _serve(spawn, pg_url, MCP_MEMORY_HTTP__SESSION_IDLE_TIMEOUT_S="1")
+async def test_an_idle_session_is_closed_after_the_configured_timeout_and_the_sdk_says_so_at_debug(
+        pg_url: str, spawn: Spawner) -> None:
+    """The SDK's "Session ... idle timeout" line came at INFO, one per session, though its other
+    per-session lines are at DEBUG (observe/logs.py)."""
+    port, server = _serve(spawn, pg_url, MCP_MEMORY_HTTP__SESSION_IDLE_TIMEOUT_S="1", MCP_MEMORY_LOG_LEVEL="DEBUG")
 
     session_id = _open(port)
     # Watched in the server's log, since any request to the session would keep it alive.
     wait_until(lambda: f"Session {session_id} idle timeout" in server.stderr, 30, "the idle session to be closed")
+    said = [line for line in server.stderr.splitlines() if f"Session {session_id} idle timeout" in line]
+    assert len(said) == 1 and " DEBUG mcp.server.streamable_http_manager: " in said[0], said
     assert not _alive(port, session_id)
+    gone = [line for line in server.stderr.splitlines() if "Rejected request with unknown or expired session" in line]
+    assert len(gone) == 1 and " DEBUG mcp.server.streamable_http_manager: " in gone[0], gone
     assert _alive(port, _open(port))
 
 

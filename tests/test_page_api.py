@@ -121,6 +121,18 @@ async def test_a_token_lists_only_the_sessions_its_patterns_allow_with_their_cou
     assert rest == {"sessions": [{"session": B, "memories": 1}], "next": None}
 
 
+async def test_a_session_emptied_by_delete_all_leaves_the_list(served: Served) -> None:
+    """It stayed listed with 0 memories (memory_stats keeps its row at n = 0)."""
+    emptied = "team:alpha:emptied"
+    async with token_client(served.port, ADMIN) as client:
+        assert not (await client.call_tool("store_memory", {"session": emptied, "content": "Scratch note"})).is_error
+        assert {"session": emptied, "memories": 1} in served.get("/api/sessions").json()["sessions"]
+        deleted = await client.call_tool("delete_memory", {"session": emptied, "all": True, "confirm": emptied})
+        assert not deleted.is_error, deleted.content
+    assert emptied not in [s["session"] for s in served.get("/api/sessions").json()["sessions"]]
+    assert emptied not in [s["session"] for s in served.get("/api/sessions", token=ADMIN, after=A2).json()["sessions"]]
+
+
 @pytest.mark.parametrize("path", ["/api/memories", "/api/search", "/api/audits", "/api/audit"])
 async def test_a_session_outside_the_token_gets_403_with_one_line_and_none_of_its_data(served: Served,
                                                                                       path: str) -> None:

@@ -127,13 +127,17 @@ async def open_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory, llm
 
 @pytest.fixture(scope="module")
 async def token_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
-    """A server with tokens for team:alpha:* and team:beta:*, one memory in a session of each."""
+    """A server with tokens for team:alpha:* and team:beta:*, one memory in a session of each, and
+    one recall (no LLM: no answer) in alpha's."""
     logs = tmp_path_factory.mktemp("page-tokens")
     async with configured_server(pg_url, logs, TOKENS, timeout_s=START_S) as (port, _):
         for token, session, content in ((ALPHA, "team:alpha:plans", "Alpha ships the importer on Friday"),
                                         (BETA, "team:beta:secrets", "Beta vault combination is 31-7-44")):
             async with token_client(port, token) as client:
                 assert not (await client.call_tool("store_memory", {"session": session, "content": content})).is_error
+                if token == ALPHA:  # an audit of a server without an answer model
+                    assert not (await client.call_tool("recall_memory", {"session": session,
+                                                                         "query": "when does alpha ship"})).is_error
         yield f"http://127.0.0.1:{port}"
 
 
@@ -221,15 +225,19 @@ async def test_a_person_picks_a_session_pages_searches_and_opens_an_audit(browse
 
 
 async def test_a_token_for_one_team_never_shows_the_other_team(browser: Any, token_server: str) -> None:
+    from selenium.webdriver.common.by import By
+
     browser.get(token_server + "/")
     form = _wait_for(browser, "#token-form:not([hidden])")
     assert "needs a bearer token" in form.text and _texts(browser, "#sessions li") == []
     browser.save_screenshot(str(ARTIFACTS / "page-token-form.png"))
 
+    assert not browser.find_elements(By.CSS_SELECTOR, "#forget:not([hidden])")  # no token, nothing to forget
     token = _wait_for(browser, "#token")
     token.send_keys("not-a-token")
     token.submit()
     assert "refused this token" in _wait_for(browser, "#token-form:not([hidden])", "refused").text
+    assert not browser.find_elements(By.CSS_SELECTOR, "#forget:not([hidden])")  # it showed for a refused token
 
     token = _wait_for(browser, "#token")
     token.clear()
@@ -239,6 +247,11 @@ async def test_a_token_for_one_team_never_shows_the_other_team(browser: Any, tok
     assert _wait_for(browser, "li.memory .content").text == "Alpha ships the importer on Friday"
     assert [t.split("\n")[0] for t in _texts(browser, "#sessions li")] == ["team:alpha:plans"]
     assert browser.execute_script("return sessionStorage.getItem('mcp-memory-token')") == ALPHA
+    _wait_for(browser, "#forget:not([hidden])")  # an accepted token can be forgotten
+
+    _wait_for(browser, "ul.audits a", "recall").click()  # the server has no answer model
+    answer = _wait_for(browser, "section.part", "No answer")
+    assert answer.text.lower().count("no answer model") == 1, answer.text  # said twice before
 
     browser.get(token_server + "/?session=team%3Abeta%3Asecrets")
     error = _wait_for(browser, "main .error")
@@ -271,3 +284,46 @@ async def test_the_pager_walks_a_session_newest_first_by_its_cursor(browser: Any
     _wait_for(browser, "li.memory .content", "Log line 04")
     assert _texts(browser, "li.memory .content") == [f"Log line {n:02d}" for n in range(4, -1, -1)]
     assert not _texts(browser, "a[rel=next]") and _texts(browser, ".pager a") == ["← Newest"]
+
+
+PHONE = (420, 900)  # px, a phone held upright
+NARROWEST_TEXT_PX = 40  # a box of text narrower than this wraps word by word, or letter by letter
+
+
+def _layout_faults(driver: Any) -> list[str]:
+    """What is broken at this width: a page wider than the window, or a box of text (its own
+    text longer than 3 characters) narrower than NARROWEST_TEXT_PX."""
+    return driver.execute_script("""
+        const faults = [];
+        if (document.documentElement.scrollWidth > window.innerWidth + 1)
+          faults.push(`page ${document.documentElement.scrollWidth} px wide in a ${window.innerWidth} px window`);
+        for (const node of document.querySelectorAll("body *")) {
+          const own = [...node.childNodes].filter((c) => c.nodeType === 3).map((c) => c.data).join("").trim();
+          const box = node.getBoundingClientRect();
+          if (own.length > 3 && box.width > 0 && box.width < arguments[0])
+            faults.push(`${node.tagName.toLowerCase()} "${own.slice(0, 30)}" is ${Math.round(box.width)} px wide`);
+        }
+        return faults;""", NARROWEST_TEXT_PX)
+
+
+async def test_at_phone_width_the_sessions_stack_above_a_full_width_column(browser: Any, open_server: str) -> None:
+    """At 420 px the sidebar took half the width and the text wrapped letter by letter."""
+    from selenium.webdriver.common.by import By
+
+    browser.set_window_size(*PHONE)
+    try:
+        browser.get(open_server + "/?session=home%3Agarden")
+        _wait_for(browser, "li.memory")
+        width = browser.execute_script("return window.innerWidth")
+        view, nav = browser.find_element(By.ID, "view").rect, browser.find_element(By.ID, "sessions").rect
+        browser.save_screenshot(str(ARTIFACTS / "page-phone.png"))
+        assert view["width"] > 300 and view["width"] > 0.9 * width, (view, width)
+        assert nav["y"] + nav["height"] <= view["y"], (nav, view)  # the sessions above, not beside
+        assert _layout_faults(browser) == []
+
+        _wait_for(browser, "ul.audits a", "recall").click()
+        _wait_for(browser, ".refusal")
+        browser.save_screenshot(str(ARTIFACTS / "page-phone-audit.png"))
+        assert _layout_faults(browser) == []
+    finally:
+        browser.set_window_size(1100, 720)

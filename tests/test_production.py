@@ -252,12 +252,12 @@ def test_the_unedited_token_placeholder_stops_the_server(spawn: Spawner) -> None
 
 
 def _new_token_env(*args: str) -> tuple[str, str]:
-    """``mcp-memory token new --env``: (the token, the env file line it prints last)."""
+    """``mcp-memory token new --env``: (the token on stdout, the env file line it prints last on stderr)."""
     made = subprocess.run([MCP_MEMORY, "token", "new", "--env", *args], capture_output=True, text=True, timeout=60)
     assert made.returncode == 0, made.stderr
-    lines = made.stdout.splitlines()
-    assert lines[-1].startswith("MCP_MEMORY_AUTH__TOKENS='") and lines[1] not in lines[-1]
-    return lines[1], lines[-1]
+    token, line = made.stdout.strip(), made.stderr.splitlines()[-1]
+    assert line.startswith("MCP_MEMORY_AUTH__TOKENS='") and token not in line
+    return token, line
 
 
 def test_a_token_line_from_token_new_env_is_read_back_into_the_settings(tmp_path: Path,

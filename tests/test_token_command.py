@@ -25,14 +25,13 @@ async def test_a_new_token_works_after_its_printed_entry_is_pasted(
     made = _run("token", "new", "--name", "ci bot", "--sessions", "team:alpha:*", "--sessions", "shared",
                 "--rate-limit-per-minute", "100")
     assert made.returncode == 0, made.stderr
-    lines = made.stdout.splitlines()
-    token = lines[1]
-    assert len(token) == 43  # secrets.token_urlsafe(32)
-    entry = made.stdout[made.stdout.index("[[auth.tokens]]"):]
-    assert token not in entry  # only its SHA-256 goes into the config
+    token = made.stdout.removesuffix("\n")
+    assert len(token) == 43 and "\n" not in token  # secrets.token_urlsafe(32), alone on stdout
+    entry = made.stderr[made.stderr.index("[[auth.tokens]]"):]
+    assert token not in made.stderr  # only its SHA-256 goes into the config
     assert 'sessions = ["team:alpha:*", "shared"]' in entry and "can_delete = false" in entry
     other = _run("token", "new", "--name", "x", "--sessions", "*")
-    assert other.stdout.splitlines()[1] != token  # random each time
+    assert other.stdout.strip() != token  # random each time
 
     config = tmp_path / "config.toml"
     config.write_text(entry + f'\n[[auth.tokens]]\nname = "legacy"\ntoken = "{PLAIN}"\nsessions = ["old:*"]\n')
@@ -55,6 +54,15 @@ async def test_a_new_token_works_after_its_printed_entry_is_pasted(
     assert "WARNING: token 'legacy' is kept in plain text" in doctor.stdout
     assert token not in doctor.stdout and PLAIN not in doctor.stdout
     assert entry.split('token_sha256 = "')[1][:64] not in doctor.stdout
+
+
+@pytest.mark.parametrize("env", [[], ["--env"]])
+def test_token_new_prints_the_bare_token_alone_on_stdout_and_the_prose_on_stderr(env: list[str]) -> None:
+    """The token sat on line 2 of stdout between prose and the entry: a script could not capture it."""
+    made = _run("token", "new", "--name", "script", "--sessions", "*", *env)
+    assert made.returncode == 0, made.stderr
+    assert len(made.stdout) == 44 and made.stdout.endswith("\n") and made.stdout.count("\n") == 1
+    assert "shown only now" in made.stderr and made.stdout.strip() not in made.stderr
 
 
 @pytest.mark.parametrize("args", [["--sessions", "a*b"], ["--sessions", ""], ["--sessions", "*", "--name", " "],

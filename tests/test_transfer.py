@@ -130,7 +130,7 @@ async def test_bad_lines_are_reported_with_their_line_numbers_and_the_rest_is_im
     header, first, *rest = path.read_text().splitlines()
     good = json.loads(first)
     bad = [
-        "{not json",
+        '{"content": "x"',
         json.dumps({**good, "content": "   "}),
         json.dumps({**good, "importance": 2}),
         json.dumps({**good, "colour": "red"}),
@@ -142,7 +142,7 @@ async def test_bad_lines_are_reported_with_their_line_numbers_and_the_rest_is_im
     assert summary["stored"] == 3
     assert [r["line"] for r in summary["rejected"]] == [2, 4, 5, 6, 7]
     reasons = [r["reason"] for r in summary["rejected"]]
-    assert reasons[0].startswith("not JSON")
+    assert reasons[0] == "not JSON (Expecting ',' delimiter at the end of the line)"
     assert reasons[1] == "content: must not be empty or whitespace-only"
     assert reasons[2] == "importance: must be in the range 0..1; got 2"
     assert reasons[3].startswith("colour: is not a field of an exported memory")
@@ -150,14 +150,48 @@ async def test_bad_lines_are_reported_with_their_line_numbers_and_the_rest_is_im
     assert "line 4: content: must not be empty or whitespace-only" in result.stderr.decode()
 
 
+async def test_a_line_that_is_not_json_is_reported_with_one_position_the_files_line_and_the_column(
+        client, pg_url, fresh_db, work_dir, tmp_path):
+    """The decoder's own "line 2 column 1" (of the one line it was given) sat beside the file's line 4."""
+    await _store_sample(client)
+    path = tmp_path / "all.jsonl"
+    await _run(work_dir, pg_url, "export", "--session", "team:b", "-o", str(path))
+    header, first = path.read_text().splitlines()
+    path.write_text("\n".join([header, first, "", '{"content" "x"}', "[1,", first]) + "\n")
+    result = await _run(work_dir, fresh_db, "import", str(path))
+    assert [(r["line"], r["reason"]) for r in _summary(result)["rejected"]] == [
+        (4, "not JSON (Expecting ':' delimiter at column 12)"),
+        (5, "not JSON (Expecting value at the end of the line)"),
+    ]
+    assert "line 4: not JSON (Expecting ':' delimiter at column 12)" in result.stderr.decode()
+
+
 async def test_a_dry_run_counts_what_it_would_store_and_stores_nothing(client, pg_url, fresh_db, work_dir, tmp_path):
     await _store_sample(client)
     path, after = tmp_path / "all.jsonl", tmp_path / "after.jsonl"
     await _run(work_dir, pg_url, "export", "--all", "-o", str(path))
     summary = _summary(await _run(work_dir, fresh_db, "import", str(path), "--dry-run"))
-    assert (summary["stored"], summary["dry_run"]) == (4, True)
+    assert (summary["stored"], summary["supersessions"], summary["dry_run"]) == (4, 1, True)
     await _run(work_dir, fresh_db, "export", "--all", "-o", str(after))
     assert _lines(after)[1] == []
+
+
+async def test_a_dry_run_counts_the_supersessions_the_real_import_restores(client, pg_url, fresh_db, work_dir, tmp_path):
+    """The dry run said "supersessions restored 0" where the import then restored 1."""
+    await _store_sample(client)
+    path = tmp_path / "all.jsonl"
+    await _run(work_dir, pg_url, "export", "--all", "-o", str(path))
+    header, *rest = path.read_text().splitlines()
+    lines = [line for line in rest if json.loads(line)["session"] == "team:a"]
+    path.write_text("\n".join([header, *lines]) + "\n")  # the old memory and its successor
+    dry = _summary(await _run(work_dir, fresh_db, "import", str(path), "--dry-run"))
+    real = _summary(await _run(work_dir, fresh_db, "import", str(path)))
+    assert (dry["stored"], dry["supersessions"]) == (real["stored"], real["supersessions"]) == (2, 1)
+    again = _summary(await _run(work_dir, fresh_db, "import", str(path), "--dry-run"))
+    assert (again["stored"], again["duplicates"], again["supersessions"]) == (0, 2, 0)
+    path.write_text("\n".join([header, lines[0]]) + "\n")  # its successor is neither in the file nor in copy:team:a
+    alone = _summary(await _run(work_dir, fresh_db, "import", str(path), "--dry-run", "--session-prefix", "copy:"))
+    assert (alone["stored"], alone["supersessions"]) == (1, 0)
 
 
 async def test_a_session_prefix_imports_beside_the_originals_with_the_same_ids(client, pg_url, work_dir, tmp_path):

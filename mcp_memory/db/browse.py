@@ -48,11 +48,13 @@ class BrowseQueries:
     _run: Callable[[Callable[[asyncpg.Connection], Awaitable[Any]]], Awaitable[Any]]
 
     async def sessions(self, scope: SessionScope, after: str, limit: int) -> list[tuple[str, int]]:
-        """Sessions of ``scope`` named after ``after`` (``''``: from the first), in name order, with
-        their memory counts (kept exact in ``memory_stats``; 0 once every memory was deleted)."""
+        """Sessions of ``scope`` that hold memories, named after ``after`` (``''``: from the first), in
+        name order, with their memory counts (kept exact in ``memory_stats``, whose row stays at 0
+        once every memory was deleted: such a session is not listed)."""
         rows = await self._run(
             lambda c: c.fetch(
-                f"SELECT session, n FROM memory_stats WHERE {_IN_SCOPE} AND session > $4 ORDER BY session LIMIT $5",
+                f"SELECT session, n FROM memory_stats WHERE {_IN_SCOPE} AND session > $4 AND n > 0"
+                " ORDER BY session LIMIT $5",
                 *_scope_args(scope), after, limit,
             )
         )

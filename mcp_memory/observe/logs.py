@@ -30,7 +30,8 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 # (logger, message prefix) of SDK lines sent to DEBUG instead of INFO.
 _TO_DEBUG = {
-    "mcp.server.streamable_http_manager": ("Created new transport",),
+    # A session opened, closed when idle, a request naming one that is gone (the id as the client sent it).
+    "mcp.server.streamable_http_manager": ("Created new transport", "Session ", "Rejected request with unknown"),
     "mcp.server.mcpserver.server": ("Tool %r failed", "Tool %r rejected arguments"),
 }
 # Logged at INFO for every request or connection; WARNING and above still show.

@@ -28,7 +28,7 @@ from mcp_memory.transfer.detect import detect_format
 from mcp_memory.transfer.mcp_kg import kg_memories
 from mcp_memory.transfer.mem0 import Mem0FileError, mem0_memories
 from mcp_memory.transfer.notes import note_paragraphs
-from mcp_memory.transfer.records import Link, Record, parse_record
+from mcp_memory.transfer.records import Link, Record, parse_line, parse_record
 
 __all__ = ["ImportSummary", "import_file"]
 
@@ -72,8 +72,12 @@ def _check_header(path: Path, first: str) -> None:
         raise ConfigError(f"{path}: export format version {header.get('version')!r}; this mcp-memory reads {VERSION}")
 
 
-async def _flush(ready: Ready, batch: list[Record], summary: ImportSummary) -> None:
-    """Store one batch: skip what the database holds already, embed the rest in one call, insert."""
+async def _flush(ready: Ready, batch: list[Record], summary: ImportSummary) -> list[tuple[str, str]]:
+    """Store one batch: skip what the database holds already, embed the rest in one call, insert.
+
+    Returns:
+        With ``dry_run``, (session, memory_id) of each memory that would be stored; else nothing.
+    """
     repository = ready.repository
     known = await repository.existing([(r.row.session, r.row.memory_id, r.row.content_hash) for r in batch])
     new = [r.row for i, r in enumerate(batch) if i not in known]
@@ -81,9 +85,9 @@ async def _flush(ready: Ready, batch: list[Record], summary: ImportSummary) -> N
     if summary.dry_run:
         summary.stored += len(new)  # would be stored
         summary.redacted += sum(1 for i, r in enumerate(batch) if i not in known and r.redactions)
-        return
+        return [(row.session, row.memory_id) for row in new]
     if not new:
-        return
+        return []
     windows = [ready.embedder.windows(row.content) for row in new]
     vectors = await ready.embedder.embed_batch([w for pieces in windows for w in pieces])
     rows, start = [], 0
@@ -99,6 +103,7 @@ async def _flush(ready: Ready, batch: list[Record], summary: ImportSummary) -> N
             summary.redacted += 1
             await audit(repository, r.row.session, "redact", {"memory_id": r.row.memory_id, "source": "import",
                                                               "redactions": [x.model_dump() for x in r.redactions]})
+    return []
 
 
 async def import_file(ready: Ready, path: Path, session: str | None = None, prefix: str = "",
@@ -127,6 +132,7 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
     limits = ready.settings.limits
     summary = ImportSummary(dry_run=dry_run)
     links: list[Link] = []
+    planned: list[tuple[str, str]] = []  # with dry_run: the memories that would be stored
     total, entries = _entries(path, fmt, session)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _Rate(),
                TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn())
@@ -150,13 +156,15 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
             if record.link is not None:
                 links.append(record.link)
             if len(batch) == BATCH_SIZE:
-                await _flush(ready, batch, summary)
+                planned += await _flush(ready, batch, summary)
                 batch = []
         if batch:
-            await _flush(ready, batch, summary)
-    if not dry_run:
-        summary.supersessions = await ready.repository.import_supersessions(
-            [(k.session, k.memory_id, k.superseded_by, k.superseded_at, k.source) for k in links])
+            planned += await _flush(ready, batch, summary)
+    rows = [(k.session, k.memory_id, k.superseded_by, k.superseded_at, k.source) for k in links]
+    if dry_run:
+        summary.supersessions = await ready.repository.count_supersessions(rows, planned)
+    else:
+        summary.supersessions = await ready.repository.import_supersessions(rows)
     return summary
 
 
@@ -209,9 +217,9 @@ def _export_entries(path: Path) -> Iterator[tuple[int, Any]]:
                 yield number, None
             else:
                 try:
-                    yield number, json.loads(raw)
-                except (ValueError, RecursionError) as exc:  # RecursionError: nested past the decoder's limit
-                    yield number, ValueError(f"not JSON ({exc})")
+                    yield number, parse_line(raw)
+                except ValueError as exc:
+                    yield number, exc
     if number == 0:
         raise ConfigError(f"{path}: empty file; an export starts with its header line")
 

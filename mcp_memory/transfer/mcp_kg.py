@@ -14,12 +14,13 @@ after the server added observations stores only those.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from mcp_memory.transfer.records import parse_line
 
 __all__ = ["KG_TYPES", "kg_memories"]
 
@@ -74,13 +75,10 @@ def kg_memories(path: Path, session: str) -> Iterator[tuple[int, Any]]:
                 yield number, None
                 continue
             try:
-                item = json.loads(raw)
+                item = parse_line(raw)
                 if not isinstance(item, dict):
                     raise ValueError("line: must be a JSON object (an entity or a relation)")
                 made = _contents(item)
-            except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested past the decoder's limit
-                yield number, ValueError(f"not JSON ({exc})")
-                continue
             except ValueError as exc:
                 yield number, exc
                 continue

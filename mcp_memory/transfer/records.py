@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,7 +21,7 @@ from mcp_memory.pipeline.validate import (
 from mcp_memory.privacy.settings import SecretsPolicy
 from mcp_memory.settings import LimitSettings
 
-__all__ = ["Link", "Record", "parse_record"]
+__all__ = ["Link", "Record", "parse_line", "parse_record"]
 
 _FIELDS = frozenset({
     "memory_id", "session", "content", "occurred_at", "created_at", "metadata", "importance",
@@ -75,6 +76,24 @@ def _keys(value: Any) -> list[dict[str, Any]]:
             "created_at": parse_occurred_at(_text(entry.get("created_at"), "idempotency_keys.created_at")),
         })
     return keys
+
+
+def parse_line(raw: str) -> Any:
+    """The JSON value of one line of a JSON Lines file (its line ending dropped).
+
+    Raises:
+        ValueError: the line is not JSON; the message says where in the line by column (from 1),
+            as the caller names the file's line (the decoder's own "line 2 column 1" counted
+            the lines of the one line it was given).
+    """
+    line = raw.rstrip("\r\n")
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        where = "the end of the line" if exc.pos >= len(line) else f"column {exc.pos + 1}"
+        raise ValueError(f"not JSON ({exc.msg} at {where})") from None
+    except RecursionError:  # nested past the decoder's limit
+        raise ValueError("not JSON (nested too deep to read)") from None
 
 
 def parse_record(value: Any, limits: LimitSettings, session: str | None, prefix: str,

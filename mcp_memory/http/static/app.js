@@ -42,6 +42,7 @@ async function api(path, query) {
     const message = body && (body.error_description || body.error);
     throw new ApiError(reply.status, `${reply.status}: ${message || reply.statusText}`);
   }
+  if (token) $("forget").hidden = false;  // a token the server accepted: offer to forget it
   return body;
 }
 
@@ -67,12 +68,11 @@ function needToken(error) {
 function setupToken() {
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    sessionStorage.setItem(TOKEN_KEY, $("token").value.trim());
+    const token = $("token").value.trim();
+    if (token) sessionStorage.setItem(TOKEN_KEY, token); else sessionStorage.removeItem(TOKEN_KEY);
     location.reload();
   });
-  const forget = $("forget");
-  forget.hidden = sessionStorage.getItem(TOKEN_KEY) === null;
-  forget.addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); location.reload(); });
+  $("forget").addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); location.reload(); });
 }
 
 async function renderSessions(current) {
@@ -224,10 +224,12 @@ async function renderAudit(session, auditId) {
     rewrites.length ? el("ul", { class: "rewrites" }, ...rewrites.map((q) => el("li", { text: q }))) : null,
     d.time_window ? el("p", { text: `Time window: ${d.time_window.start || "…"} – ${d.time_window.end || "…"}` }) : null,
     d.plan_notes && d.plan_notes.length ? el("p", { class: "note", text: "Planner: " + d.plan_notes.join("; ") }) : null));
+  const answered = d.answerable === false || (d.answer !== null && d.answer !== undefined);
   const verdict = d.answerable === false ? el("p", { class: "refusal", text: "Refused: " + (d.answer || "") })
-    : d.answer !== null && d.answer !== undefined ? el("p", { class: "answer", text: d.answer })
-    : el("p", { class: "note", text: "No answer model: the top memories were returned." });
-  parts.push(section("Answer", verdict, d.answer_note ? el("p", { class: "note", text: d.answer_note }) : null));
+    : answered ? el("p", { class: "answer", text: d.answer })
+    : el("p", { class: "note", text: `No answer (${d.answer_note || "no answer model"}): the top memories were returned.` });
+  // Without an answer the note is the reason, said once in the verdict.
+  parts.push(section("Answer", verdict, answered && d.answer_note ? el("p", { class: "note", text: d.answer_note }) : null));
   parts.push(section(d.answer !== null && d.answer !== undefined ? "Cited memories" : "Returned memories",
     rankedList(memories, d.selected || [])));
   parts.push(timesTable(d.latency_ms));
