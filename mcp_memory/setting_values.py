@@ -13,7 +13,8 @@ itself read their fields with ``read_setting`` first:
 
 Anything else is refused with a message that names no more than the expectation; the command line
 prints it after the setting's name (``supersede.candidates: must be a whole number, written without
-a fraction (got 2.0)``). Other fields are left to pydantic.
+a fraction (got 2.0)``). Other fields are left to pydantic. Not pydantic's strict mode: it would
+refuse every environment variable, which is always text, and every path written in TOML.
 """
 
 from __future__ import annotations
