@@ -10,10 +10,20 @@ on what parses), and returns a one-line JSON-RPC error (JSON-RPC 2.0 section 5.1
 error, -32600 invalid request; ``id`` null when it cannot be read). ``AnswerEveryRequest`` sends it
 as HTTP 400; ``answered_lines`` writes it on stdout. Well-formed messages pass through unchanged:
 unknown methods, unknown tools and bad tool arguments are answered by the SDK and the tools.
+
+A string holding a lone surrogate (``"x \\ud83d y"``: valid JSON, what a JavaScript client sends when it
+cuts an emoji in half) is one the SDK's parser refuses, and it got a parse error with ``id`` null, so
+the client waited for its answer until it timed out. Such a message is read again with Python's
+parser, which keeps it, and refused by field with its own ``id``: in a tool's arguments as the tool
+refuses any bad argument (a tool error result, ``content: lone surrogate at character 2 ...``),
+elsewhere as invalid params (-32602) or an invalid request (-32600). Over HTTP that answer is given
+only to a request that passes every check a well-formed one would (authentication, Host and Origin,
+the MCP session): the SDK answers a ``tools/list`` with the same id and headers first.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any
 
@@ -22,11 +32,16 @@ import pydantic_core
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
 from mcp.shared.message import SessionMessage
-from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mcp_memory.errors import InvalidInput
+from mcp_memory.unpaired import Unpaired, first_unpaired, read_keeping_surrogates
 
 __all__ = ["AnswerEveryRequest", "answered_lines", "envelope_error", "forward_replies"]
 
+_MODERN_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"  # in params._meta of every 2026-07-28 request
+_PROBE = "tools/list"  # the request that stands in for one refused over HTTP, to run the SDK's checks
 _KINDS = {bool: "a boolean", int: "an integer", float: "a number with a fraction", str: "a string",
           list: "a list", dict: "an object", type(None): "null"}
 
@@ -39,19 +54,61 @@ def _valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def envelope_error(body: bytes | str) -> JSONRPCError | None:
-    """The JSON-RPC error owed to ``body`` when it is not one well-formed message, else None.
+def _refusal(message: dict[str, Any], unpaired: Unpaired) -> JSONRPCError | JSONRPCResponse:
+    """The answer to an otherwise well-formed ``message`` holding a lone surrogate, naming the field."""
+    request_id = message.get("id") if "method" in message else None  # a response or notification is owed nothing
+    tool = (message.get("params") or {}).get("name")
+    in_arguments = unpaired.path[:2] == ("params", "arguments") and len(unpaired.path) > 2
+    if message.get("method") == "tools/call" and request_id is not None and in_arguments \
+            and isinstance(tool, str) and first_unpaired(tool) is None:
+        invalid = InvalidInput(unpaired.where(skip=2), unpaired.problem())  # as the tool says it (arguments.py)
+        result: dict[str, Any] = {"content": [{"type": "text", "text": f"Error executing tool {tool}: {invalid}"}],
+                                  "isError": True}
+        meta = message["params"].get("_meta")
+        if isinstance(meta, dict) and _MODERN_VERSION_KEY in meta:  # 2026-07-28 requires the result's type
+            result["resultType"] = "complete"
+        return JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
+    if unpaired.path[0] == "params":
+        return _error(request_id, INVALID_PARAMS, f"Invalid params: {unpaired.where()}: {unpaired.problem()}")
+    return _error(request_id, INVALID_REQUEST, f"Invalid Request: {unpaired.where()}: {unpaired.problem()}")
 
-    Checks, in order: parses as JSON (the SDK's parser: lone surrogates, numbers out of range and
-    nesting deeper than its limit are parse errors there too); one object, not a batch; an ``id``,
-    when present, is a string or an integer; ``jsonrpc`` is "2.0"; a request or notification has a
-    string ``method`` and, if any, object ``params``; anything else is a response with ``result``
-    or ``error``. The error echoes the ``id`` when it is valid, else null.
+
+def envelope_error(body: bytes | str) -> JSONRPCError | JSONRPCResponse | None:
+    """The answer owed to ``body`` when it is not one well-formed message the SDK can read, else None.
+
+    Checks, in order: parses as JSON (the SDK's parser: numbers out of range and nesting deeper than
+    its limit are parse errors there too; a lone surrogate is refused by field at the end); one
+    object, not a batch; an ``id``, when present, is a string or an integer; ``jsonrpc`` is "2.0";
+    a request or notification has a string ``method`` and, if any, object ``params``; anything
+    else is a response with ``result`` or ``error``. The error echoes the ``id`` when it is valid,
+    else null. A lone surrogate in a tool's arguments gets a tool error result (a response).
     """
+    answer = _answer(body)
+    return None if answer is None else answer[0]
+
+
+def _answer(body: bytes | str) -> tuple[JSONRPCError | JSONRPCResponse, bool] | None:
+    """``envelope_error``, and whether the answer is owed to a request that must first pass the
+    transport's own checks (a lone surrogate in a message otherwise well formed)."""
+    unpaired = None
     try:
         decoded = pydantic_core.from_json(body)
     except ValueError as exc:
-        return _error(None, PARSE_ERROR, f"Parse error: {exc}")
+        kept = read_keeping_surrogates(body)
+        if kept is None:
+            return _error(None, PARSE_ERROR, f"Parse error: {exc}"), False
+        decoded, unpaired = kept
+    error = _envelope(decoded)
+    if error is not None:
+        return error, False
+    if unpaired is None:
+        return None
+    refusal = _refusal(decoded, unpaired)
+    return refusal, refusal.id is not None
+
+
+def _envelope(decoded: Any) -> JSONRPCError | None:
+    """The error owed to a decoded message whose envelope is bad, else None."""
     if isinstance(decoded, list):
         return _error(None, INVALID_REQUEST, "Invalid Request: batches are not supported; send one message at a time")
     if not isinstance(decoded, dict):
@@ -59,6 +116,8 @@ def envelope_error(body: bytes | str) -> JSONRPCError | None:
     request_id = decoded.get("id")
     if "id" in decoded and not _valid_id(request_id):
         return _error(None, INVALID_REQUEST, f"Invalid Request: id must be a string or an integer; got {_kind(request_id)}")
+    if isinstance(request_id, str) and (unpaired := first_unpaired(request_id, ("id",))):  # cannot be echoed
+        return _error(None, INVALID_REQUEST, f"Invalid Request: id: {unpaired.problem()}")
     if decoded.get("jsonrpc") != "2.0":
         return _error(request_id, INVALID_REQUEST, 'Invalid Request: jsonrpc must be "2.0"')
     if "method" in decoded:
@@ -84,6 +143,8 @@ class AnswerEveryRequest:
 
     The body is read within the SDK's own limit (``RequestBodyLimitMiddleware``, 413 beyond it) and
     replayed to the app unchanged. Other paths, methods and content types pass through untouched.
+    A request refused for a lone surrogate is answered only once the SDK has answered a stand-in
+    request with its id and headers (``_after_checks``).
     """
 
     def __init__(self, app: ASGIApp, path: str = "/mcp", max_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE) -> None:
@@ -109,23 +170,68 @@ class AnswerEveryRequest:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        error = envelope_error(body)
-        if error is not None:
-            payload = error.model_dump_json(by_alias=True, exclude_unset=True).encode()
-            await send({"type": "http.response.start", "status": 400,
-                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]})
-            await send({"type": "http.response.body", "body": payload})
+        answer = _answer(body)
+        if answer is None:
+            await self.app(scope, _replay(body, receive), send)
             return
-        replayed = False
+        reply, after_checks = answer
+        payload = reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        status = 200 if isinstance(reply, JSONRPCResponse) else 400
+        if after_checks:
+            await self._after_checks(scope, receive, send, json.loads(body), status, payload)
+            return
+        await send({"type": "http.response.start", "status": status, "headers": _json_headers([], payload)})
+        await send({"type": "http.response.body", "body": payload})
 
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
+    async def _after_checks(self, scope: Scope, receive: Receive, send: Send, request: dict[str, Any], status: int,
+                            payload: bytes) -> None:
+        """Send ``payload`` if the SDK answers 200 to a ``tools/list`` standing in for ``request``, keeping
+        the SDK's headers (the MCP session's id); else send the SDK's own answer (401, 403, 404, ...) unchanged.
 
-        await self.app(scope, replay, send)
+        The stand-in has the request's id, headers and ``params._meta`` (protocol 2026-07-28 checks them on
+        every request), and an ``Mcp-Method`` header that named the request's method names ``tools/list``.
+        ``tools/list``, not ``ping``: every protocol version has it (2026-07-28 has no ping), and it reads nothing.
+        """
+        probe: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"], "method": _PROBE}
+        meta = (request.get("params") or {}).get("_meta")
+        if isinstance(meta, dict) and first_unpaired(meta) is None:  # else the SDK's own answer: _meta is missing
+            probe["params"] = {"_meta": meta}
+        method = request["method"].encode("utf-8", "backslashreplace")
+        headers = [(name, _PROBE.encode() if name.lower() == b"mcp-method" and value == method else value)
+                   for name, value in scope["headers"] if name.lower() != b"mcp-name"]
+        replaced = False
+
+        async def answer(message: Message) -> None:
+            nonlocal replaced
+            if message["type"] == "http.response.start" and message["status"] == 200:
+                replaced = True
+                await send({**message, "status": status, "headers": _json_headers(message.get("headers", []), payload)})
+                await send({"type": "http.response.body", "body": payload})
+            elif not replaced:
+                await send(message)
+
+        body = json.dumps(probe).encode()
+        await self.app({**scope, "headers": headers}, _replay(body, receive), answer)
+
+
+def _json_headers(headers: list[tuple[bytes, bytes]], payload: bytes) -> list[tuple[bytes, bytes]]:
+    """``headers`` without their content type and length, then those of the JSON ``payload``."""
+    kept = [(name, value) for name, value in headers if name.lower() not in (b"content-type", b"content-length")]
+    return [*kept, (b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive channel that yields ``body`` whole once, then what ``receive`` yields (a disconnect)."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 async def answered_lines(lines: AsyncIterable[str], replies: ObjectSendStream[SessionMessage]) -> AsyncIterator[str]:

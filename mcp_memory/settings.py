@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Literal, get_args
 
 import platformdirs
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BeforeValidator, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -28,6 +28,7 @@ from mcp_memory.access.settings import (
 )
 from mcp_memory.llm.settings import LlmSettings
 from mcp_memory.privacy.settings import PrivacySettings
+from mcp_memory.setting_values import SettingsGroup, read_setting
 
 __all__ = [
     "AuthSettings",
@@ -48,10 +49,8 @@ __all__ = [
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
-class LimitSettings(BaseModel):
+class LimitSettings(SettingsGroup):
     """Input and output limits enforced on every tool call."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     max_content_chars: int = Field(32_000, ge=1, description="Longest memory content, in characters.")
     max_query_chars: int = Field(4_000, ge=1, description="Longest recall query, in characters.")
@@ -65,10 +64,8 @@ class LimitSettings(BaseModel):
     )
 
 
-class EmbeddingSettings(BaseModel):
+class EmbeddingSettings(SettingsGroup):
     """Which embedding model turns text into vectors."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     provider: Literal["fastembed", "openai"] = "fastembed"
     model: str = Field(DEFAULT_MODEL, description="Model name; recorded with every stored vector.")
@@ -110,10 +107,8 @@ class EmbeddingSettings(BaseModel):
     chunk_overlap_tokens: int = Field(40, ge=0, description="Word pieces shared by neighbouring chunks.")
 
 
-class RecallSettings(BaseModel):
+class RecallSettings(SettingsGroup):
     """Knobs of the recall pipeline; defaults are the ones the LoCoMo evaluation supports."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     vector_candidates: int = Field(100, ge=1, description="Candidates from vector search per query.")
     keyword_candidates: int = Field(100, ge=1, description="Candidates from keyword search per query.")
@@ -194,10 +189,8 @@ class RecallSettings(BaseModel):
     refusal: str = "Not enough memories in this session to answer this question."
 
 
-class SupersedeSettings(BaseModel):
+class SupersedeSettings(SettingsGroup):
     """Supersession found by the LLM on store (``llm.supersede_model``); explicit ``supersedes`` needs none."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     llm_on_store: bool = Field(
         True, description="Ask llm.supersede_model after each new memory; false turns it off even with a model set."
@@ -254,6 +247,8 @@ class Settings(BaseSettings):
     stdio: StdioSettings = StdioSettings()
     metrics: MetricsSettings = MetricsSettings()
     privacy: PrivacySettings = PrivacySettings()
+
+    _read = field_validator("*", mode="before")(classmethod(read_setting))  # type: ignore[arg-type]
 
     @classmethod
     def settings_customise_sources(

@@ -21,7 +21,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,13 +79,14 @@ def seed_model_cache(data_dir: Path) -> None:
 
 
 def server_env(data_dir: Path, seed_model: bool = True, **settings: str) -> dict[str, str]:
-    """This process's environment without any MCP_MEMORY_* or HF_* variable, plus the data dir and ``settings``.
+    """This process's environment without any MCP_MEMORY_*, HF_* or ORT_* variable, plus the data dir and ``settings``.
 
     With ``seed_model`` (the default) the data dir gets the run's model cache first (seed_model_cache).
     """
     if seed_model:
         seed_model_cache(data_dir)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_MEMORY_", "HF_"))}
+    # not ORT_* either: importing mcp_memory here set ORT_DISABLE_TELEMETRY, which a new user's shell lacks
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_MEMORY_", "HF_", "ORT_"))}
     env["MCP_MEMORY_DATA_DIR"] = str(data_dir)
     env.update(settings)
     return env
@@ -198,10 +199,12 @@ def start_postgres(pgdata: Path) -> Any:
 class ServerProcess:
     """One ``mcp-memory serve`` child; stdout lines are queued by a reader thread, stderr goes to a file.
 
-    ``program`` replaces this venv's ``mcp-memory`` (an installed copy, or ``uvx ... mcp-memory-pg``).
+    ``program`` replaces this venv's ``mcp-memory`` (an installed copy, or ``uvx ... mcp-memory-pg``);
+    ``prefix`` runs it under a tracer (``strace -f ...``).
     """
 
-    def __init__(self, args: list[str], env: dict[str, str], log_path: Path, program: list[str] | None = None) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], log_path: Path, program: list[str] | None = None,
+                 prefix: Sequence[str] = ()) -> None:
         self.log_path = log_path
         self.lines: list[str] = []  # every stdout line, raw
         self.answered: dict[int, dict[str, Any]] = {}  # responses read while waiting for another id
@@ -209,7 +212,8 @@ class ServerProcess:
         self._next_id = 0
         with open(log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [*(program or [MCP_MEMORY]), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env
+                [*prefix, *(program or [MCP_MEMORY]), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                env=env,
             )
         self._reader = threading.Thread(target=self._read_stdout, name="mcp-memory stdout", daemon=True)
         self._reader.start()
@@ -345,9 +349,9 @@ class Spawner:
         """A path for a data directory (not created: the server creates it)."""
         return self.root / name
 
-    def _start(self, args: list[str], data_dir: Path, settings: dict[str, str], seed_model: bool = True) -> ServerProcess:
+    def _start(self, args: list[str], data_dir: Path, settings: dict[str, str], prefix: Sequence[str] = ()) -> ServerProcess:
         log_path = self.log_dir / f"server-{len(self.servers)}.log"
-        server = ServerProcess(args, server_env(data_dir, seed_model, **settings), log_path)
+        server = ServerProcess(args, server_env(data_dir, **settings), log_path, prefix=prefix)
         self.servers.append(server)
         self.data_dirs.add(data_dir)
         return server
@@ -361,9 +365,9 @@ class Spawner:
         return self._start(["serve", "--transport", "http", "--host", "127.0.0.1", "--port", str(port), *args],
                            data_dir, settings)
 
-    def command(self, data_dir: Path, args: list[str], **settings: str) -> ServerProcess:
-        """Spawn ``mcp-memory <args>`` as given (a command line taken from a deployment file)."""
-        return self._start(args, data_dir, settings)
+    def command(self, data_dir: Path, args: list[str], prefix: Sequence[str] = (), **settings: str) -> ServerProcess:
+        """Spawn ``mcp-memory <args>`` as given (a command line taken from a deployment file), after ``prefix``."""
+        return self._start(args, data_dir, settings, prefix)
 
     def close(self) -> None:
         for server in self.servers:

@@ -188,7 +188,7 @@ class StdioTransport(Transport):
             if request_id is None or message.get("id") == request_id:
                 if "result" in message or "error" in message:
                     return message
-            elif message.get("id") is None and "error" in message:  # unreadable (lone surrogates): id null
+            elif message.get("id") is None and "error" in message:  # unreadable (not JSON): id null
                 return message
         return None
 
@@ -267,7 +267,7 @@ class Model:
         reply = transport.request("tools/call", {"name": name, "arguments": arguments}, BIG_REPLY_S if big else REPLY_S)
         assert reply is not None, f"no reply within {BIG_REPLY_S if big else REPLY_S} s to {name} {str(arguments)[:300]}"
         elapsed = time.monotonic() - started
-        if "error" in reply:  # a JSON-RPC error: the message itself could not be read (lone surrogates)
+        if "error" in reply:  # a JSON-RPC error: a lone surrogate outside the arguments, or a bad envelope
             assert reply["error"]["code"] in (-32700, -32600, -32602), reply
             _check_one_line(reply["error"]["message"])
             if before is not None:

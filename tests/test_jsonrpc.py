@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 from processes import ServerProcess, Spawner, free_port, spawn  # noqa: F401 - spawn is a fixture
@@ -36,7 +37,6 @@ MALFORMED = [
     (b'{"jsonrpc":"2.0","id":null,"method":"tools/list"}', -32600, None,
      "Invalid Request: id must be a string or an integer; got null"),
     (b'{"jsonrpc":"2.0","id":7,"method":', -32700, None, "Parse error: "),
-    (b'{"jsonrpc":"2.0","id":7,"method":"tools/list","x":"\\ud800"}', -32700, None, "Parse error: "),
     (b'[{"jsonrpc":"2.0","id":7,"method":"tools/list"}]', -32600, None, "Invalid Request: batches are not supported"),
     (b'"tools/list"', -32600, None, "Invalid Request: a message is a JSON object; got a string"),
     (b'{"jsonrpc":"1.0","id":7,"method":"tools/list"}', -32600, 7, 'Invalid Request: jsonrpc must be "2.0"'),
@@ -46,6 +46,53 @@ MALFORMED = [
     (b'{"jsonrpc":"2.0","id":7}', -32600, 7, "Invalid Request: a message needs a method"),
 ]
 IDS = [body.decode(errors="replace")[:40] for body, *_ in MALFORMED]
+
+# Issue 25, part 4: a lone surrogate ("\\ud83d", half of an emoji a JavaScript client cut) is valid JSON
+# that the SDK's parser refuses. (raw body, id in the reply, "tool" for a tool error result or the
+# JSON-RPC error code, the reply's text or message)
+LONE = "s-lone-surrogate"
+LONE_SURROGATES = [
+    (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"store_memory","arguments":'
+     b'{"session":"' + LONE.encode() + b'","content":"x \\ud83d y"}}}', 7, "tool",
+     "Error executing tool store_memory: content: lone surrogate at character 2 (U+D83D, half of a UTF-16 pair); "
+     "send whole characters"),
+    (b'{"jsonrpc":"2.0","id":"m","method":"tools/call","params":{"name":"store_memory","arguments":'
+     b'{"session":"' + LONE.encode() + b'","content":"ok \\ud83d\\ude00","metadata":{"note":"\\udc00"}}}}', "m",
+     "tool", "Error executing tool store_memory: metadata.note: lone surrogate at character 0 (U+DC00, half of a "
+     "UTF-16 pair); send whole characters"),
+    (b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"recall_memory","arguments":'
+     b'{"session":"\\ud800' + LONE.encode() + b'","query":"x"}}}', 9, "tool",
+     "Error executing tool recall_memory: session: lone surrogate at character 0 (U+D800, half of a UTF-16 pair); "
+     "send whole characters"),
+    (b'{"jsonrpc":"2.0","id":"q","method":"tools/list","params":{"cursor":"a\\udfff"}}', "q", -32602,
+     "Invalid params: params.cursor: lone surrogate at character 1 (U+DFFF, half of a UTF-16 pair); send whole "
+     "characters"),
+    (b'{"jsonrpc":"2.0","id":7,"method":"tools/list","x":"\\ud800"}', 7, -32600,
+     "Invalid Request: x: lone surrogate at character 0 (U+D800, half of a UTF-16 pair); send whole characters"),
+    (b'{"jsonrpc":"2.0","id":"a\\ud800","method":"tools/list"}', None, -32600,
+     "Invalid Request: id: lone surrogate at character 1 (U+D800, half of a UTF-16 pair); send whole characters"),
+]
+LONE_IDS = ["content", "metadata", "session", "params", "member", "id"]
+META_2026 = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def _check_refusal(reply: dict[str, Any], request_id: Any, kind: str | int, text: str) -> None:
+    assert reply["jsonrpc"] == "2.0" and reply["id"] == request_id, reply
+    if kind == "tool":
+        assert reply["result"]["isError"] is True, reply
+        assert [block["text"] for block in reply["result"]["content"]] == [text]
+    else:
+        assert reply["error"] == {"code": kind, "message": text}
+
+
+async def _stored_in(pg_url: str, session: str) -> int:
+    connection = await asyncpg.connect(pg_url)
+    try:
+        if await connection.fetchval("SELECT to_regclass('memories')") is None:  # no server has migrated yet
+            return 0
+        return await connection.fetchval("SELECT count(*) FROM memories WHERE session = $1", session)
+    finally:
+        await connection.close()
 
 
 def test_a_well_formed_request_notification_and_response_pass_the_envelope_check() -> None:
@@ -105,6 +152,30 @@ def test_a_malformed_message_over_http_gets_400_and_a_json_rpc_error(
     assert "\n" not in reply["error"]["message"]
 
 
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize(("body", "request_id", "kind", "text"), LONE_SURROGATES, ids=LONE_IDS)
+async def test_a_lone_surrogate_over_http_is_refused_by_field_with_the_request_id(
+    http_port: int, pg_url: str, version: str, body: bytes, request_id: Any, kind: str | int, text: str
+) -> None:
+    session_id = _session(http_port) if version == "2025-11-25" else None
+    headers = _headers(version, session_id)
+    if version == "2026-07-28":  # every request carries its envelope, and headers that repeat the body's
+        message = json.loads(body)  # Python's parser keeps the lone surrogate, json.dumps escapes it again
+        message.setdefault("params", {})["_meta"] = META_2026
+        body = json.dumps(message).encode()
+        headers["Mcp-Method"] = message["method"]
+        if message["method"] == "tools/call":
+            headers["Mcp-Name"] = message["params"]["name"]
+
+    response = httpx.post(f"http://127.0.0.1:{http_port}/mcp", content=body, headers=headers, timeout=REPLY_TIMEOUT_S)
+
+    assert response.status_code == (200 if kind == "tool" else 400), response.text
+    _check_refusal(response.json(), request_id, kind, text)
+    if kind == "tool":
+        assert response.json()["result"].get("resultType") == ("complete" if version == "2026-07-28" else None)
+    assert await _stored_in(pg_url, LONE) == 0
+
+
 def test_the_http_server_still_answers_after_malformed_messages(http_port: int) -> None:
     session_id = _session(http_port)
     url = f"http://127.0.0.1:{http_port}/mcp"
@@ -151,6 +222,18 @@ def test_a_malformed_line_over_stdio_gets_a_json_rpc_error_line(
     assert reply["error"]["message"].startswith(message), reply
 
 
+@pytest.mark.parametrize(("body", "request_id", "kind", "text"), LONE_SURROGATES, ids=LONE_IDS)
+async def test_a_lone_surrogate_over_stdio_is_refused_by_field_with_the_request_id(
+    stdio_server: ServerProcess, pg_url: str, body: bytes, request_id: Any, kind: str | int, text: str
+) -> None:
+    _write_line(stdio_server, body)
+
+    reply = stdio_server.receive(REPLY_TIMEOUT_S)
+
+    _check_refusal(reply, request_id, kind, text)
+    assert await _stored_in(pg_url, LONE) == 0
+
+
 @pytest.mark.parametrize(
     ("params", "method", "check"),
     [
@@ -178,3 +261,29 @@ def test_blank_lines_are_skipped_and_the_next_request_is_answered(stdio_server: 
     reply = stdio_server.response(stdio_server.request("tools/list"), REPLY_TIMEOUT_S)
 
     assert len(reply["result"]["tools"]) == 5
+
+
+def test_a_lone_surrogate_is_answered_only_after_the_http_checks_of_any_request(
+    pg_url: str, spawn: Spawner
+) -> None:
+    """The refusal is an answer like any other: a caller without a token, or with a foreign Host, gets
+    what it would get for a well-formed request (401, 421), never the tool's reply."""
+    token = "a-token-of-thirty-two-characters"
+    entry = json.dumps([{"name": "t", "token": token, "sessions": ["*"]}])
+    port = free_port()
+    spawn.http(spawn.data_dir(), port, "--stateless", MCP_MEMORY_DATABASE_URL=pg_url,
+               MCP_MEMORY_AUTH__TOKENS=entry).wait_healthy(port)
+    url = f"http://127.0.0.1:{port}/mcp"
+    body, request_id, kind, text = LONE_SURROGATES[0]
+
+    anonymous = httpx.post(url, content=body, headers=_headers("2025-11-25"), timeout=REPLY_TIMEOUT_S)
+    foreign = httpx.post(url, content=body, timeout=REPLY_TIMEOUT_S,
+                         headers={**_headers("2025-11-25"), "Authorization": f"Bearer {token}", "Host": "evil.example"})
+    allowed = httpx.post(url, content=body, headers={**_headers("2025-11-25"), "Authorization": f"Bearer {token}"},
+                         timeout=REPLY_TIMEOUT_S)
+
+    assert anonymous.status_code == 401, anonymous.text
+    assert foreign.status_code in (403, 421), foreign.text
+    assert "lone surrogate" not in anonymous.text + foreign.text
+    assert allowed.status_code == 200, allowed.text
+    _check_refusal(allowed.json(), request_id, kind, text)

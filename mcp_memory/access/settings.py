@@ -7,7 +7,9 @@ import hashlib
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
+
+from mcp_memory.setting_values import SettingsGroup
 
 __all__ = [
     "AuthSettings", "HttpSettings", "MetricsSettings", "OAuthSettings", "SessionPatterns", "StdioSettings", "TokenSettings",
@@ -24,10 +26,8 @@ def _session_patterns(patterns: list[str]) -> list[str]:
 SessionPatterns = Annotated[list[str], AfterValidator(_session_patterns)]
 
 
-class TokenSettings(BaseModel):
+class TokenSettings(SettingsGroup):
     """One static bearer token (``[[auth.tokens]]``); ``mcp-memory token new`` prints an entry."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     name: str = Field(min_length=1, description="A label for logs and doctor; never a credential.")
     token_sha256: str | None = Field(
@@ -47,10 +47,8 @@ class TokenSettings(BaseModel):
         return self
 
 
-class OAuthSettings(BaseModel):
+class OAuthSettings(SettingsGroup):
     """OAuth 2.1 resource server (``[auth.oauth]``): access tokens issued by your authorization server."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     issuer: str = Field(min_length=1, description="The authorization server; tokens' iss must equal it.")
     audience: str = Field(min_length=1, description="Tokens' aud must contain it (often resource_url).")
@@ -92,10 +90,8 @@ class OAuthSettings(BaseModel):
         return self
 
 
-class AuthSettings(BaseModel):
+class AuthSettings(SettingsGroup):
     """Who may call over HTTP: static bearer tokens, an OAuth issuer, or both. Empty: nobody is asked."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     tokens: list[TokenSettings] = []
     oauth: OAuthSettings | None = None
@@ -117,11 +113,9 @@ class AuthSettings(BaseModel):
         return self
 
 
-class HttpSettings(BaseModel):
+class HttpSettings(SettingsGroup):
     """The streamable HTTP server (``serve --transport http``): Host and Origin checks (DNS rebinding
     protection, on for every bind address) and bounds on MCP sessions."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     allowed_hosts: list[str] | None = Field(
         None, description="Host header values accepted besides the defaults (loopback names, the bind address or, "
@@ -141,18 +135,14 @@ class HttpSettings(BaseModel):
     )
 
 
-class StdioSettings(BaseModel):
+class StdioSettings(SettingsGroup):
     """The stdio server: no token (the client owns the process), but its sessions can be limited."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     sessions: SessionPatterns = Field(["*"], min_length=1, description="Sessions a stdio client may use.")
 
 
-class MetricsSettings(BaseModel):
+class MetricsSettings(SettingsGroup):
     """``[metrics]``: who may read ``/metrics`` on the HTTP transport."""
-
-    model_config = ConfigDict(extra="forbid")
 
     public: bool = Field(
         False, description="Serve /metrics without a token even when [auth] is configured (metrics hold no session "

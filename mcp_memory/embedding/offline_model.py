@@ -159,7 +159,9 @@ def _quantize_in_child(source: Path, target: Path) -> None:
 
     The quantizer holds about 90 MB of model copies that the server would keep resident for
     its whole life (324 vs 238 MB after start-up), and it may print; in a child the memory goes
-    back to the system and nothing reaches our stdout, which belongs to the stdio protocol.
+    back to the system and nothing reaches our stdout, which belongs to the stdio protocol. It
+    inherits our environment, so ONNX Runtime's telemetry stays off in it too (mcp_memory/__init__.py;
+    the child imports this package before onnxruntime as well).
 
     Raises:
         EmbeddingError: the child failed; the message ends with the last line it wrote.

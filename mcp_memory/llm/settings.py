@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from mcp_memory.setting_values import SettingsGroup
 
 __all__ = ["LlmSettings"]
 
 
-class LlmSettings(BaseModel):
+class LlmSettings(SettingsGroup):
     """The optional OpenAI-compatible LLM used for query planning and answers."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint; unset means no LLM is used.")
     api_key: str | None = None
