@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from mcp_memory.setting_values import SettingsGroup
 
 __all__ = ["PrivacySettings", "SecretsPolicy"]
 
 SecretsPolicy = Literal["redact", "refuse", "keep"]
 
 
-class PrivacySettings(BaseModel):
+class PrivacySettings(SettingsGroup):
     """What happens to secrets (API keys, tokens, passwords, private keys) in what is stored."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a silent default
 
     secrets: SecretsPolicy = Field(
         "redact",
