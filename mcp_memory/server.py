@@ -101,8 +101,9 @@ def _tools(settings: Settings, deps: Deps, gate: Gate) -> list[Callable[..., Any
         Store the raw text of what happened or was said, not a summary. Storing the same content twice in a
         session returns the first memory_id with deduplicated=true. When the memory updates or contradicts
         older ones (Alice moved from Berlin to Lisbon), name them in supersedes: they are kept as history
-        and marked superseded; `superseded` lists what this call marked. Marking needs the delete right. When a store may have to be
-        retried (a timeout, a lost connection), pass an idempotency_key and repeat it on the retry.
+        and marked superseded; `superseded` lists what this call marked (marking needs the delete right). When a
+        store may have to be retried (a timeout, a lost connection), pass an idempotency_key and repeat it on the
+        retry.
         """
         caller = gate.admit(session, supersede=bool(supersedes))
         ready = await deps.ready()

@@ -331,7 +331,8 @@ def _write_format(fmt: str, n: int, folder: Path) -> Path:
             for i in range(n))
     elif fmt == "mem0":
         path, text = folder / "mem0.json", json.dumps({"results": [
-            {"id": f"m-{i}", "memory": f"Likes tea {i}", "created_at": "2024-01-01", "user_id": "u"} for i in range(n)]})
+            {"id": f"m-{i}", "memory": f"Likes tea {i}", "created_at": "2024-01-01", "user_id": "u"}
+            for i in range(n)]})
     else:
         path, text = folder / "notes.md", "".join(f"Paragraph {i} of the notes.\n\n" for i in range(n))
     path.write_text(text)
@@ -359,6 +360,7 @@ def test_every_format_is_read_as_a_stream_so_ten_times_the_entries_take_no_more_
     big = [part for fmt in FORMATS for part in (fmt, str(_write_format(fmt, 20_000, tmp_path / f"{fmt}-big")))]
     result = subprocess.run([sys.executable, "-c", READ_ALL, *small, *big], capture_output=True, timeout=60, check=True)
     rows = [line.split() for line in result.stdout.decode().splitlines()]
-    assert [(fmt, int(total)) for fmt, total, _ in rows] == [(f, 2_000) for f in FORMATS] + [(f, 20_000) for f in FORMATS]
+    expected = [(f, 2_000) for f in FORMATS] + [(f, 20_000) for f in FORMATS]
+    assert [(fmt, int(total)) for fmt, total, _ in rows] == expected
     peaks = [int(peak) for _, _, peak in rows]
     assert peaks[-1] - peaks[3] < 6 * 1024, peaks

@@ -60,8 +60,9 @@ def _param(request: Request, field: str, max_chars: int | None) -> str | None:
     """The query parameter ``field`` (None when absent), checked as the tools check text.
 
     Raises:
-        InvalidInput: longer than ``max_chars`` (None: the caller checks the length), or holding a NUL (PostgreSQL text cannot hold it)
-            or a lone surrogate (not text); the message names ``field`` and never echoes the value.
+        InvalidInput: longer than ``max_chars`` (None: the caller checks the length), or holding a NUL
+            (PostgreSQL text cannot hold it) or a lone surrogate (not text); the message names ``field``
+            and never echoes the value.
     """
     text = request.query_params.get(field)
     if text is None:

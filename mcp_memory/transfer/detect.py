@@ -22,8 +22,8 @@ def detect_format(path: Path) -> str:
     A folder, or a .md/.markdown/.txt file, is ``markdown``. Otherwise the first non-blank line
     decides: our export header is ``mcp-memory``; an object whose ``type`` is ``entity`` or
     ``relation`` is ``mcp-kg``; a file that starts a JSON list, or is one JSON object with a list
-    under ``results``, of objects holding ``memory`` (the first ten, read as a stream), is ``mem0``. Anything else is taken for
-    ``mcp-memory``, whose reader then says what is wrong with line 1.
+    under ``results``, of objects holding ``memory`` (the first ten, read as a stream), is ``mem0``.
+    Anything else is taken for ``mcp-memory``, whose reader then says what is wrong with line 1.
 
     Raises:
         OSError: the file cannot be read.
