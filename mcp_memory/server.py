@@ -101,12 +101,14 @@ def _tools(settings: Settings, deps: Deps, gate: Gate) -> list[Callable[..., Any
         Store the raw text of what happened or was said, not a summary. Storing the same content twice in a
         session returns the first memory_id with deduplicated=true. When the memory updates or contradicts
         older ones (Alice moved from Berlin to Lisbon), name them in supersedes: they are kept as history
-        and marked superseded; `superseded` lists what this call marked. When a store may have to be
-        retried (a timeout, a lost connection), pass an idempotency_key and repeat it on the retry.
+        and marked superseded; `superseded` lists what this call marked (marking needs the delete right). When a
+        store may have to be retried (a timeout, a lost connection), pass an idempotency_key and repeat it on the
+        retry.
         """
-        gate.admit(session)
+        caller = gate.admit(session, supersede=bool(supersedes))
         ready = await deps.ready()
-        return await store(ready, session, content, occurred_at, metadata, importance, supersedes, idempotency_key)
+        return await store(ready, session, content, occurred_at, metadata, importance, supersedes, idempotency_key,
+                           by=caller.name, may_supersede=caller.can_delete)
 
     async def recall_memory(
         session: Session,
@@ -150,7 +152,7 @@ def _tools(settings: Settings, deps: Deps, gate: Gate) -> list[Callable[..., Any
 
         Deleted memories are never recalled again. Every delete is audited in the session.
         """
-        gate.admit(session, delete=True)
+        caller = gate.admit(session, delete=True)
         ready = await deps.ready()
         check_session(session, limits)
         if all and memory_id is not None:  # one memory was meant, or all: never guess which
@@ -159,13 +161,13 @@ def _tools(settings: Settings, deps: Deps, gate: Gate) -> list[Callable[..., Any
             if confirm != session:
                 raise InvalidInput("confirm", "deleting a whole session needs confirm equal to the session name")
             count = await ready.repository.delete_session(session)
-            await record(ready.repository, session, "delete_session", {"count": count})
+            await record(ready.repository, session, "delete_session", {"count": count, "by": caller.name})
             return DeleteResult(deleted=count > 0, count=count)
         if memory_id is None:
             raise InvalidInput("memory_id", "is required unless all=true")
         canonical = check_memory_id(memory_id)
         deleted, current_again = await ready.repository.delete(session, canonical)
-        detail: dict[str, Any] = {"memory_id": canonical, "deleted": deleted}
+        detail: dict[str, Any] = {"memory_id": canonical, "deleted": deleted, "by": caller.name}
         if current_again:  # the memories it had superseded
             detail["current_again"] = current_again
         await record(ready.repository, session, "delete", detail)

@@ -58,8 +58,8 @@ async def test_a_deleted_memory_is_never_recalled_again_by_vector_or_keyword(cli
     audits = await _audits(client, "s-d")
     assert [row["kind"] for row in audits] == ["delete", "recall", "recall", "delete"]
     assert [row["audit_id"] for row in audits] == sorted((row["audit_id"] for row in audits), reverse=True)
-    assert audits[0]["detail"] == {"memory_id": memory_id, "deleted": False}
-    assert audits[3]["detail"] == {"memory_id": memory_id, "deleted": True}
+    assert audits[0]["detail"] == {"memory_id": memory_id, "deleted": False, "by": "stdio"}
+    assert audits[3]["detail"] == {"memory_id": memory_id, "deleted": True, "by": "stdio"}
     for recall in audits[1:3]:
         assert all(memory_id not in ids for ids in recall["detail"]["candidates"].values())
         assert memory_id not in recall["detail"]["selected"]
@@ -167,7 +167,7 @@ async def test_delete_all_with_confirmation_empties_one_session_and_never_touche
     assert await _recalled_ids(client, "s-alpha", "greenhouse key") == []
     assert sorted(await _recalled_ids(client, "s-beta", "greenhouse key")) == sorted(beta)
     alpha_audits = await _audits(client, "s-alpha")
-    assert alpha_audits[-1]["kind"] == "delete_session" and alpha_audits[-1]["detail"] == {"count": 3}
+    assert alpha_audits[-1]["kind"] == "delete_session" and alpha_audits[-1]["detail"] == {"count": 3, "by": "stdio"}
     beta_audits = json.dumps(await _audits(client, "s-beta"))
     assert [row["kind"] for row in json.loads(beta_audits)] == ["recall"]
     assert not any(memory_id in beta_audits for memory_id in alpha)
@@ -191,5 +191,5 @@ async def test_a_memory_cannot_be_deleted_through_another_session(client, pg_url
     assert [row["kind"] for row in await _audits(client, "s-alpha")] == ["recall"]
     beta_deletes = await _audits(client, "s-beta")
     assert [(row["session"], row["kind"], row["detail"]) for row in beta_deletes] == [
-        ("s-beta", "delete", {"memory_id": alpha_id, "deleted": False})
+        ("s-beta", "delete", {"memory_id": alpha_id, "deleted": False, "by": "stdio"})
     ]

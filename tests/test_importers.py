@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -289,3 +290,76 @@ async def test_a_mem0_file_and_an_export_saved_with_a_byte_order_mark_import(fre
     export.write_bytes(b"\xef\xbb\xbf" + (await _run(work_dir, fresh_db, "export", "--all")).stdout)
     again = json.loads((await _run(work_dir, fresh_db, "import", str(export))).stdout)
     assert again["stored"] == 0 and again["duplicates"] == first["stored"] and again["rejected"] == []
+
+
+async def test_a_mem0_id_reused_for_other_content_is_a_bad_line_and_the_same_memory_again_a_duplicate(
+        fresh_db, work_dir, tmp_path):
+    """Found by an attack: the second memory under one mem0 id was silently dropped as a duplicate."""
+    path = tmp_path / "mem0.json"
+    path.write_text("\n".join([
+        "[",
+        '  {"id": "m-1", "memory": "Likes tea", "created_at": "2024-01-01", "user_id": "u"},',
+        '  {"id": "m-1", "memory": "Likes coffee", "created_at": "2024-01-02", "user_id": "u"},',
+        '  {"id": "m-1", "memory": "Likes tea", "created_at": "2024-01-01", "user_id": "u"}',
+        "]",
+    ]))
+    for dry_run in (["--dry-run"], []):
+        summary = await _import(work_dir, fresh_db, str(path), *dry_run)
+        assert [r["line"] for r in summary["rejected"]] == [3]
+        assert "is the id of other content in session 'u' (line 2)" in summary["rejected"][0]["reason"]
+        assert (summary["stored"], summary["duplicates"]) == (1, 1)
+    again = tmp_path / "again.json"  # a later file reusing the id: the database holds the first
+    again.write_text(json.dumps([{"id": "m-1", "memory": "Likes water", "created_at": "2024-01-03", "user_id": "u"}]))
+    summary = await _import(work_dir, fresh_db, str(again))
+    assert summary["stored"] == 0 and summary["rejected"][0]["line"] == 1
+    assert "(an earlier line or import)" in summary["rejected"][0]["reason"]
+    assert [content for _, content in await _exported(work_dir, fresh_db)] == ["Likes tea"]
+
+
+def _write_format(fmt: str, n: int, folder: Path) -> Path:
+    """A file of ``n`` memories in ``fmt`` (mem0 as one line: the case a line reader cannot split)."""
+    folder.mkdir(parents=True)
+    if fmt == "mcp-memory":
+        lines = [json.dumps({"format": "mcp-memory", "version": 1})] + [json.dumps(
+            {"memory_id": str(uuid.UUID(int=i + 1)), "session": "s", "content": f"Memory {i} about the kiln",
+             "occurred_at": "2024-01-01"}) for i in range(n)]
+        path, text = folder / "export.jsonl", "\n".join(lines) + "\n"
+    elif fmt == "mcp-kg":
+        path, text = folder / "memory.jsonl", "".join(json.dumps(
+            {"type": "entity", "name": f"E{i}", "entityType": "thing", "observations": [f"Fact {i}"]}) + "\n"
+            for i in range(n))
+    elif fmt == "mem0":
+        path, text = folder / "mem0.json", json.dumps({"results": [
+            {"id": f"m-{i}", "memory": f"Likes tea {i}", "created_at": "2024-01-01", "user_id": "u"}
+            for i in range(n)]})
+    else:
+        path, text = folder / "notes.md", "".join(f"Paragraph {i} of the notes.\n\n" for i in range(n))
+    path.write_text(text)
+    return path
+
+
+READ_ALL = """
+import resource, sys
+from pathlib import Path
+from mcp_memory.transfer.importer import read_entries
+for fmt, path in zip(sys.argv[1::2], sys.argv[2::2]):
+    total, entries = read_entries(Path(path), fmt, "s")
+    assert sum(1 for _ in entries) == total
+    print(fmt, total, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, flush=True)
+"""
+FORMATS = ("mcp-memory", "mcp-kg", "mem0", "markdown")
+
+
+def test_every_format_is_read_as_a_stream_so_ten_times_the_entries_take_no_more_memory(tmp_path):
+    """Found by an attack: a 70 MB mcp-kg file (300k entities) peaked at 524 MB RSS with --dry-run, as
+    the importer listed every entry first (mem0 and notes were read whole too). One process reads
+    2,000 entries of each format, then 20,000 of each: its peak RSS (KiB) may not grow by 6 MB, where
+    holding 18,000 more entries would take over 20 MB."""
+    small = [part for fmt in FORMATS for part in (fmt, str(_write_format(fmt, 2_000, tmp_path / f"{fmt}-small")))]
+    big = [part for fmt in FORMATS for part in (fmt, str(_write_format(fmt, 20_000, tmp_path / f"{fmt}-big")))]
+    result = subprocess.run([sys.executable, "-c", READ_ALL, *small, *big], capture_output=True, timeout=60, check=True)
+    rows = [line.split() for line in result.stdout.decode().splitlines()]
+    expected = [(f, 2_000) for f in FORMATS] + [(f, 20_000) for f in FORMATS]
+    assert [(fmt, int(total)) for fmt, total, _ in rows] == expected
+    peaks = [int(peak) for _, _, peak in rows]
+    assert peaks[-1] - peaks[3] < 6 * 1024, peaks

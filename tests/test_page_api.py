@@ -18,6 +18,7 @@ import asyncpg
 import httpx
 import pytest
 from bearer import configured_server, sha256, token_client
+from mcp.server.transport_security import TransportSecuritySettings
 
 from mcp_memory.deps import Deps
 from mcp_memory.http.app import build_http_app
@@ -273,3 +274,62 @@ async def test_a_stateless_server_serves_the_page_and_its_api_too(base_settings:
         reply = await http.get("/api/memories", params={"session": "nobody"})
         assert reply.status_code == 200 and reply.json() == {"session": "nobody", "memories": [], "next": None}
         assert (await http.get("/api/memories", headers={"host": "evil.example"})).status_code == 421
+
+
+SECURITY = ("content-security-policy", "x-content-type-options", "x-frame-options", "referrer-policy", "cache-control")
+
+
+@pytest.mark.parametrize(("path", "params", "field"), [
+    ("/api/sessions", {"after": "\x00"}, "after"),
+    ("/api/sessions", {"after": "team:\x00alpha"}, "after"),
+    ("/api/memories", {"session": "team:alpha:\x00"}, "session"),
+    ("/api/memories", {"session": A1, "cursor": "\x00"}, "cursor"),
+    ("/api/search", {"session": A1, "q": "kiln\x00"}, "q"),
+    ("/api/audits", {"session": A1, "before": "\x00"}, "before"),
+    ("/api/audit", {"session": A1, "id": "1\x00"}, "id"),
+    ("/api/sessions", {"after": "x" * 2000}, "after"),
+])
+async def test_a_nul_or_an_overlong_parameter_gets_400_naming_it_with_the_security_headers(
+        served: Served, path: str, params: dict[str, str], field: str) -> None:
+    """``/api/sessions?after=%00`` reached PostgreSQL, which cannot hold NUL in text: asyncpg's
+    CharacterNotInRepertoireError, 500 Internal Server Error, and none of the security headers."""
+    reply = served.get(path, **params)
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert error.startswith(f"{field}: ") and "\n" not in error and len(error) < 200
+    assert all(name in reply.headers for name in SECURITY)
+
+
+@pytest.mark.parametrize("path", ["/api/sessions/", "/api/sessions", "/health", "/health/live", "/metrics", "/mcp",
+                                  "/mcp/", "/nowhere", "/page/app.js/"])
+async def test_a_foreign_host_gets_421_on_every_path_before_any_redirect(served: Served, path: str) -> None:
+    """``GET /api/sessions/`` with ``Host: evil.com`` answered 307 to ``http://evil.com/api/sessions``:
+    Starlette's slash redirect ran before the route's Host check; /health answered any Host."""
+    reply = httpx.get(f"http://127.0.0.1:{served.port}{path}", headers={"Host": "evil.com"}, timeout=10)
+    assert reply.status_code == 421 and "location" not in reply.headers and "evil.com" not in reply.text
+    assert all(name in reply.headers for name in SECURITY)
+    foreign = httpx.get(f"http://127.0.0.1:{served.port}{path}", headers={"Origin": "http://evil.com"}, timeout=10)
+    assert foreign.status_code == 403 and all(name in foreign.headers for name in SECURITY)
+
+
+async def test_a_slash_redirect_stays_on_the_accepted_host_and_carries_the_security_headers(served: Served) -> None:
+    reply = httpx.get(f"http://127.0.0.1:{served.port}/api/sessions/", timeout=10)
+    assert reply.status_code == 307 and reply.headers["location"] == f"http://127.0.0.1:{served.port}/api/sessions"
+    assert all(name in reply.headers for name in SECURITY)
+    missing = httpx.get(f"http://127.0.0.1:{served.port}/nowhere", timeout=10)
+    assert missing.status_code == 404 and all(name in missing.headers for name in SECURITY)
+
+
+async def test_an_error_no_route_expected_is_a_500_with_one_line_and_the_security_headers() -> None:
+    """The outermost middleware answers what escapes every route: a JSON line, the headers, no traceback."""
+    from mcp_memory.http.guard import Guard
+
+    async def broken(scope: object, receive: object, send: object) -> None:  # a route that fails, as routing runs it
+        raise RuntimeError("secret detail from deep inside")
+
+    security = TransportSecuritySettings(allowed_hosts=["127.0.0.1:*"], allowed_origins=[])
+    app = Guard(broken, security)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8020") as http:
+        reply = await http.get("/broken")
+    assert reply.status_code == 500 and all(name in reply.headers for name in SECURITY)
+    assert reply.json() == {"error": "internal error: the server could not answer this request; its log says why"}

@@ -327,3 +327,29 @@ async def test_at_phone_width_the_sessions_stack_above_a_full_width_column(brows
         assert _layout_faults(browser) == []
     finally:
         browser.set_window_size(1100, 720)
+
+
+LOOK_ALIKES = ["team:look:x", "team:look:x ", " team:look:x", "team:look:x\u00a0", "team:look:x\u200b",
+               "team:look:a  b", "team:look:a b"]
+
+
+async def test_sessions_that_differ_only_in_invisible_characters_look_different(browser: Any, open_server: str) -> None:
+    """``team:alpha:x`` and ``team:alpha:x `` (a trailing space) were two entries that read the same,
+    in the list and in the heading: what cannot be seen is now written as its code point, marked."""
+    async with Client(f"{open_server}/mcp", read_timeout_seconds=WAIT_S) as client:
+        for session in LOOK_ALIKES:
+            assert not (await client.call_tool("store_memory", {"session": session, "content": "look-alike"})).is_error
+    browser.get(open_server + "/")
+    _wait_for(browser, "#sessions a", "team:look:")
+    shown = [text for text in _texts(browser, "#sessions a") if "look:" in text]
+    assert sorted(shown) == sorted(["team:look:x", "team:look:x\\u0020", "\\u0020team:look:x", "team:look:x\\u00a0",
+                                    "team:look:x\\u200b", "team:look:a\\u0020\\u0020b", "team:look:a b"])
+    marks = browser.execute_script(
+        "return [...document.querySelectorAll('#sessions a mark')].map((m) => m.title + ' ' + m.textContent)")
+    assert "U+0020 \\u0020" in marks and "U+200B \\u200b" in marks
+
+    _wait_for(browser, "#sessions a", "team:look:x\\u0020").click()
+    assert _wait_for(browser, "h1.session").text == "team:look:x\\u0020"
+    assert _query(browser) == {"session": ["team:look:x "]}  # the address holds the name itself
+    assert _wait_for(browser, "li.memory .content").text == "look-alike"
+    browser.save_screenshot(str(ARTIFACTS / "page-look-alikes.png"))

@@ -4,6 +4,7 @@ delete's cascade, and the pure parts (the past-question detector and ``rank``)."
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,8 +12,11 @@ import asyncpg
 import pytest
 from mcp import Client
 
+from mcp_memory.access.gate import Caller, Gate
+from mcp_memory.access.scope import ALL_SESSIONS
 from mcp_memory.models import Candidate
 from mcp_memory.pipeline.supersede import asks_about_past, rank
+from mcp_memory.server import build_server
 from tools import call, store
 
 pytestmark = pytest.mark.anyio
@@ -193,8 +197,8 @@ async def test_the_callers_supersedes_are_audited_with_what_was_named_and_what_w
     audits = (await call(client, "list_audits", {"session": "s-aud", "kind": "supersede"}))["audits"]
 
     assert [row["detail"] for row in audits] == [
-        {"memory_id": porto, "source": "caller", "requested": [berlin], "superseded": [lisbon]},
-        {"memory_id": lisbon, "source": "caller", "requested": [berlin], "superseded": [berlin]},
+        {"memory_id": porto, "source": "caller", "by": "stdio", "requested": [berlin], "superseded": [lisbon]},
+        {"memory_id": lisbon, "source": "caller", "by": "stdio", "requested": [berlin], "superseded": [berlin]},
     ]
     assert (await call(client, "list_audits", {"session": "s-other-aud", "kind": "supersede"}))["audits"] == []
 
@@ -304,7 +308,7 @@ async def test_deleting_the_successor_makes_the_old_memory_current_again(client,
     top = (await _recall(client, "s-alice", "Where does Alice live?"))[0]
     assert top["memory_id"] == berlin and top["superseded_by"] is None
     audit = (await call(client, "list_audits", {"session": "s-alice", "kind": "delete"}))["audits"][0]["detail"]
-    assert audit == {"memory_id": lisbon, "deleted": True, "current_again": [berlin]}
+    assert audit == {"memory_id": lisbon, "deleted": True, "by": "stdio", "current_again": [berlin]}
 
 
 async def test_deleting_the_old_memory_removes_its_mark_and_keeps_the_successor(client, pg_url):
@@ -507,3 +511,40 @@ async def test_the_readme_example_session_answers_as_shown(client):
     (audit,) = (await call(client, "list_audits", {"session": "alice", "limit": 1}))["audits"]
     assert (audit["kind"], audit["detail"]["query"]) == ("recall", "Where did Alice live before?")
     assert {"vector:0", "keyword:0"} <= set(audit["detail"]["candidates"]) and "latency_ms" in audit["detail"]
+
+
+# --- who may mark -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def no_delete(base_settings, deps, empty_tables) -> AsyncIterator[Client]:
+    """A client whose caller (a token without can_delete) may read and write every session."""
+    gate = Gate(Caller("writer", ALL_SESSIONS, can_delete=False))
+    async with Client(build_server(base_settings, deps, gate=gate), mode="legacy") as connected:
+        yield connected
+
+
+async def test_a_caller_without_the_delete_right_cannot_hide_a_memory_by_superseding_it(no_delete, pg_url):
+    """Found by an attack: a token with can_delete = false stored the same text again with
+    ``supersedes: [id]``, and the memory vanished from ordinary recall; marking needs can_delete."""
+    berlin = await store(no_delete, "s-hide", BERLIN)
+
+    for content in (LISBON, BERLIN):  # new text, and the same text again (de-duplicated)
+        result = await no_delete.call_tool("store_memory", {"session": "s-hide", "content": content,
+                                                            "supersedes": [berlin]})
+        assert result.is_error
+        assert result.content[0].text.endswith("supersedes: this token may not mark memories superseded (that needs "
+                                          "can_delete, since it hides them from recall); nothing was stored")
+    assert await _rows(pg_url) == []
+    assert [m["memory_id"] for m in await _recall(no_delete, "s-hide", "Where does Alice live?")] == [berlin]
+    assert await store(no_delete, "s-hide", COFFEE)  # storing without supersedes is still allowed
+
+
+async def test_the_audit_names_who_superseded_and_who_deleted(client):
+    berlin, _, lisbon = await _alice(client, "s-who")
+    await call(client, "delete_memory", {"session": "s-who", "memory_id": lisbon})
+
+    audits = (await call(client, "list_audits", {"session": "s-who"}))["audits"]
+    by_kind = {row["kind"]: row["detail"] for row in audits}
+    assert by_kind["supersede"]["by"] == "stdio" and by_kind["supersede"]["superseded"] == [berlin]
+    assert by_kind["delete"]["by"] == "stdio" and by_kind["delete"]["memory_id"] == lisbon

@@ -16,6 +16,8 @@ from conftest import make_settings
 from fake_openai import ChatReply, FakeOpenAI
 from mcp import Client
 
+from mcp_memory.access.gate import Caller, Gate
+from mcp_memory.access.scope import ALL_SESSIONS
 from tools import call, store, served
 
 pytestmark = pytest.mark.anyio
@@ -463,3 +465,30 @@ async def test_the_word_check_keeps_an_update_that_shares_an_identifier_or_names
         stored = await call(client, "store_memory", {"session": "s-cw1", "content": new, "occurred_at": "2024-02-01"})
 
         assert stored["superseded"] == [old_id]
+
+
+async def test_a_caller_without_the_delete_right_gets_no_supersession_on_store(pg_url, work_dir, fake, empty_tables):
+    """Marking hides memories from recall, so it needs can_delete: for a caller without it the model is
+    not asked, nothing is marked, and the audit row says why."""
+    llm = {"base_url": fake.base_url, "api_key": "test-key", "supersede_model": "fake-supersede",
+           "timeout_s": 1.0, "max_retries": 0}
+    gate = Gate(Caller("writer", ALL_SESSIONS, can_delete=False))
+    fake.set_chat_handler(lambda body: _reply(superseded=[_pick("1")], reason="she moved"))
+    async with served(make_settings(pg_url, work_dir, llm=llm), gate=gate) as writer:
+        berlin = await store(writer, "s-w", BERLIN, occurred_at="2024-01-10")
+        stored = await call(writer, "store_memory", {"session": "s-w", "content": LISBON, "occurred_at": "2025-03-01"})
+        audits = await _supersede_audits(writer, "s-w")
+
+    assert stored["superseded"] == [] and fake.chat_requests() == []
+    assert audits[0]["memory_id"] == stored["memory_id"] and audits[0]["superseded"] == []
+    assert audits[0]["by"] == "writer" and audits[0]["note"] == (
+        "not run: this caller may not mark memories superseded (that needs can_delete)")
+    assert berlin not in stored["superseded"]
+
+
+async def test_the_llms_decision_names_the_caller_whose_store_it_was(superseding, fake):
+    await store(superseding, "s-by", BERLIN, occurred_at="2024-01-10")
+    fake.set_chat_handler(lambda body: _reply(superseded=[_pick("1")], reason="she moved"))
+    await call(superseding, "store_memory", {"session": "s-by", "content": LISBON, "occurred_at": "2025-03-01"})
+
+    assert [row["by"] for row in await _supersede_audits(superseding, "s-by")] == ["stdio", "stdio"]

@@ -262,3 +262,34 @@ async def test_a_running_server_recalls_memories_imported_into_a_session_it_has_
     assert _summary(await _run(work_dir, pg_url, "import", str(path), "--session", "live"))["stored"] == 1
     after = await call(client, "recall_memory", {"session": "live", "query": "who likes tea?"})
     assert after["memories"][0]["content"] == "Bob likes tea."
+
+
+def _memory_line(memory_id: str, content: str, superseded_by: str | None = None) -> str:
+    return json.dumps({"memory_id": memory_id, "session": "loop", "content": content, "occurred_at": "2024-01-01",
+                       "superseded_by": superseded_by, "superseded_at": "2024-02-01T00:00:00+00:00" if superseded_by
+                       else None, "superseded_source": "explicit" if superseded_by else None})
+
+
+async def test_supersession_links_that_go_round_in_a_cycle_are_bad_lines_and_none_is_restored(
+        fresh_db, work_dir, tmp_path):
+    """Found by an attack: A superseded by B, B by C, C by A was restored, and no memory of the
+    three was current any more. The links of a cycle are reported by line; a chain beside it stays."""
+    a, b, c, d, e = (f"00000000-0000-4000-8000-00000000000{n}" for n in range(1, 6))
+    path = tmp_path / "loop.jsonl"
+    path.write_text("\n".join([
+        json.dumps({"format": "mcp-memory", "version": 1}),
+        _memory_line(a, "The office is in Lyon.", superseded_by=b),
+        _memory_line(b, "The office is in Paris.", superseded_by=c),
+        _memory_line(d, "Bob likes tea.", superseded_by=e),
+        _memory_line(c, "The office is in Nice.", superseded_by=a),
+        _memory_line(e, "Bob likes coffee now."),
+    ]) + "\n")
+    for dry_run in (["--dry-run"], []):
+        summary = _summary(await _run(work_dir, fresh_db, "import", str(path), *dry_run))
+        assert [r["line"] for r in summary["rejected"]] == [2, 3, 5]
+        assert all(r["reason"].startswith("superseded_by: the file's supersession links go round in a cycle")
+                   for r in summary["rejected"])
+    assert (summary["stored"], summary["supersessions"]) == (5, 1)
+    out = tmp_path / "out.jsonl"
+    await _run(work_dir, fresh_db, "export", "--all", "-o", str(out))
+    assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {a: None, b: None, c: None, d: e, e: None}

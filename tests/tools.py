@@ -8,6 +8,7 @@ from typing import Any
 
 from mcp import Client
 
+from mcp_memory.access.gate import Gate
 from mcp_memory.deps import Deps
 from mcp_memory.server import build_server
 from mcp_memory.settings import Settings
@@ -26,12 +27,13 @@ async def store(client: Client, session: str, content: str, **extra: Any) -> str
 
 
 @asynccontextmanager
-async def served(settings: Settings) -> AsyncIterator[Client]:
-    """A client of a server with resources of its own, built from ``settings`` and closed afterwards."""
+async def served(settings: Settings, gate: Gate | None = None) -> AsyncIterator[Client]:
+    """A client of a server with resources of its own, built from ``settings`` and closed afterwards;
+    ``gate`` decides who the caller is (None: stdio's rules)."""
     deps = Deps(settings)
     await deps.start()
     try:
-        async with Client(build_server(settings, deps), mode="legacy") as client:
+        async with Client(build_server(settings, deps, gate=gate), mode="legacy") as client:
             yield client
     finally:
         await deps.close()

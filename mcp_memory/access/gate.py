@@ -31,7 +31,9 @@ class Caller:
         name: the token's name (``oauth:<iss>#<sub>`` for OAuth, ``stdio``, ``anonymous``); logs and
             rate-limit buckets use it, error messages do not.
         scope: the sessions it may read and write.
-        can_delete: may call ``delete_memory``.
+        can_delete: may call ``delete_memory``, and mark memories superseded (``store_memory``'s
+            ``supersedes``, and the LLM's supersession on its stores), which hides them from
+            ordinary recall.
         rate_limit_per_minute: tool calls per minute, or None for no limit.
     """
 
@@ -110,17 +112,19 @@ class Gate:
             raise Forbidden("this server needs a bearer token (Authorization: Bearer ...); nothing was done")
         return self.default
 
-    def admit(self, session: str | None, *, delete: bool = False) -> Caller:
+    def admit(self, session: str | None, *, delete: bool = False, supersede: bool = False) -> Caller:
         """Check the caller before a tool does anything; returns the caller.
 
         Args:
             session: the session the tool names, or None for a tool that names none (usage_stats).
             delete: the tool deletes memories (needs ``can_delete``).
+            supersede: the call names memories to mark superseded (needs ``can_delete`` too: a
+                superseded memory leaves ordinary recall, so marking is a soft delete).
 
         Raises:
             RateLimited: over the token's calls per minute; the message says when to retry.
             Forbidden: the session is outside the token's patterns (the message names no
-                session), or ``delete`` without ``can_delete``.
+                session), or ``delete`` or ``supersede`` without ``can_delete``.
         """
         caller = self.caller()
         if caller.rate_limit_per_minute is not None:
@@ -137,4 +141,7 @@ class Gate:
         if delete and not caller.can_delete:
             raise Forbidden("delete_memory: this token may not delete memories (it has no can_delete); "
                             "nothing was deleted")
+        if supersede and not caller.can_delete:
+            raise Forbidden("supersedes: this token may not mark memories superseded (that needs can_delete, since "
+                            "it hides them from recall); nothing was stored")
         return caller

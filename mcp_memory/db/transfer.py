@@ -95,23 +95,26 @@ class TransferQueries:
                     memory["idempotency_keys"] = json.loads(row["idempotency_keys"] or "[]")
                     yield memory
 
-    async def existing(self, rows: list[tuple[str, str, bytes]]) -> set[int]:
+    async def existing(self, rows: list[tuple[str, str, bytes]]) -> dict[int, bool]:
         """Positions in ``rows`` ((session, memory_id, content_hash) each) whose session already
-        holds that memory_id or that content.
+        holds that memory_id or that content, each with True when it holds the memory_id for other
+        content (the id was reused), False for a duplicate.
 
         One statement per session (one shard's rows when distributed by session, docs/scale-out.md).
         """
-        found: set[int] = set()
+        found: dict[int, bool] = {}
         for session, places in _by_session(row[0] for row in rows).items():
             hits = await self._run(
                 lambda c, session=session, places=places: c.fetch(
-                    "SELECT t.i FROM unnest($2::uuid[], $3::bytea[]) WITH ORDINALITY AS t(id, hash, i)"
+                    "SELECT t.i, EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.memory_id = t.id"
+                    "   AND m.content_hash <> t.hash) AS reused"
+                    " FROM unnest($2::uuid[], $3::bytea[]) WITH ORDINALITY AS t(id, hash, i)"
                     " WHERE EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.memory_id = t.id)"
                     " OR EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.content_hash = t.hash)",
                     session, [rows[i][1] for i in places], [rows[i][2] for i in places],
                 )
             )
-            found.update(places[int(hit["i"]) - 1] for hit in hits)
+            found.update((places[int(hit["i"]) - 1], hit["reused"]) for hit in hits)
         return found
 
     async def import_memories(self, rows: list[ImportRow]) -> list[str]:

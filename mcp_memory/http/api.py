@@ -29,7 +29,6 @@ from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
 from mcp.server.auth.routes import build_resource_metadata_url
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, request_response
@@ -38,7 +37,7 @@ from mcp_memory.deps import Deps, Ready
 from mcp_memory.errors import Forbidden, InvalidInput, McpMemoryError, NotFound, ProviderError, RateLimited
 from mcp_memory.access.gate import Gate
 from mcp_memory.http.auth import sdk_auth
-from mcp_memory.http.page import Hardened
+from mcp_memory.http.page import ReadOnly
 from mcp_memory.llm.client import LlmClient
 from mcp_memory.pipeline.recall import trace
 from mcp_memory.pipeline.validate import check_session, check_text
@@ -55,6 +54,27 @@ _STATUS = ((InvalidInput, 400), (Forbidden, 403), (NotFound, 404), (RateLimited,
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def _param(request: Request, field: str, max_chars: int | None) -> str | None:
+    """The query parameter ``field`` (None when absent), checked as the tools check text.
+
+    Raises:
+        InvalidInput: longer than ``max_chars`` (None: the caller checks the length), or holding a NUL
+            (PostgreSQL text cannot hold it) or a lone surrogate (not text); the message names ``field``
+            and never echoes the value.
+    """
+    text = request.query_params.get(field)
+    if text is None:
+        return None
+    if max_chars is not None and len(text) > max_chars:
+        raise InvalidInput(field, f"is {len(text)} characters; the limit is {max_chars} characters")
+    if "\x00" in text:
+        raise InvalidInput(field, "contains a NUL character (U+0000), which cannot be stored; remove it")
+    at = next((i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff"), None)
+    if at is not None:
+        raise InvalidInput(field, f"lone surrogate (U+{ord(text[at]):04X}) at character {at}; send UTF-8 text")
+    return text
 
 
 def _whole(request: Request, field: str, low: int, high: int, default: int | None) -> int | None:
@@ -118,8 +138,9 @@ class PageApi:
         self.gate = gate
         self._quiet: Ready | None = None  # deps' resources with no LLM: searches plan, answer and count nothing
 
-    def routes(self, security: TransportSecuritySettings) -> list[Route]:
-        """Each route: Host/Origin checks and headers (``Hardened``), then the SDK's 401/403 when auth is configured."""
+    def routes(self) -> list[Route]:
+        """Each route: GET and HEAD only (``ReadOnly``), then the SDK's 401/403 when auth is configured
+        (Host and Origin checks and the security headers are the app's ``Guard``)."""
         views: dict[str, Callable[[Request], Awaitable[dict[str, Any]]]] = {
             "/api/sessions": self.sessions, "/api/memories": self.memories, "/api/search": self.search,
             "/api/audits": self.audits, "/api/audit": self.audit,
@@ -131,7 +152,7 @@ class PageApi:
             if sdk is not None:
                 metadata = build_resource_metadata_url(sdk.resource_server_url) if sdk.resource_server_url else None
                 app = RequireAuthMiddleware(app, sdk.required_scopes or [], metadata)
-            routes.append(Route(path, Hardened(app, security)))  # every method: Hardened answers 405 itself
+            routes.append(Route(path, ReadOnly(app)))  # every method: ReadOnly answers 405 itself
         return routes
 
     def _answer(self, view: Callable[[Request], Awaitable[dict[str, Any]]]) -> Callable[[Request], Awaitable[Response]]:
@@ -146,21 +167,16 @@ class PageApi:
 
     def _session(self, request: Request) -> str:
         """The ``session`` parameter, checked (length, characters) and admitted by the gate."""
-        session = request.query_params.get("session")
+        session = _param(request, "session", self.settings.limits.max_session_chars)  # before the gate
         if session is None:
             raise InvalidInput("session", "is required")
-        if len(session) > self.settings.limits.max_session_chars:  # before the gate: never echo a long name
-            raise InvalidInput("session", f"is {len(session)} characters; the limit is "
-                               f"{self.settings.limits.max_session_chars} characters")
         check_session(session, self.settings.limits)
         self.gate.admit(session)
         return session
 
     async def sessions(self, request: Request) -> dict[str, Any]:
         limit = _whole(request, "limit", 1, 500, 100)
-        after = request.query_params.get("after", "")
-        if len(after) > self.settings.limits.max_session_chars:
-            raise InvalidInput("after", f"is longer than {self.settings.limits.max_session_chars} characters")
+        after = _param(request, "after", self.settings.limits.max_session_chars) or ""
         caller = self.gate.admit(None)
         ready = await self.deps.ready()
         rows = await ready.repository.sessions(caller.scope, after, limit + 1)
@@ -169,7 +185,7 @@ class PageApi:
 
     async def memories(self, request: Request) -> dict[str, Any]:
         limit = _whole(request, "limit", 1, 200, 50)
-        cursor = request.query_params.get("cursor") or None
+        cursor = _param(request, "cursor", None) or None  # _key checks its length
         after = _key(cursor) if cursor else None
         session = self._session(request)
         ready = await self.deps.ready()
@@ -180,7 +196,7 @@ class PageApi:
 
     async def search(self, request: Request) -> dict[str, Any]:
         limits = self.settings.limits
-        query = request.query_params.get("q")
+        query = _param(request, "q", limits.max_query_chars)
         if query is None:
             raise InvalidInput("q", "is required")
         check_text("q", query, limits.max_query_chars)

@@ -17,6 +17,7 @@ from mcp_memory.errors import ConfigError
 from mcp_memory.access.gate import Gate
 from mcp_memory.http.api import PageApi
 from mcp_memory.http.auth import OneAuthorization, sdk_auth, token_verifier
+from mcp_memory.http.guard import Guard
 from mcp_memory.http.page import static_routes
 from mcp_memory.http.metrics import metrics_route
 from mcp_memory.http.sessions import SessionBounds
@@ -105,7 +106,8 @@ def transport_security(settings: Settings, host: str) -> TransportSecuritySettin
 
 def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, json_response: bool = True) -> Starlette:
     """The Starlette app serving MCP at ``/mcp`` (and ``/health``, ``/metrics``), and the read-only page
-    at ``/`` with its API under ``/api/`` (``http/page.py``, ``http/api.py``), over ``deps``.
+    at ``/`` with its API under ``/api/`` (``http/page.py``, ``http/api.py``), over ``deps``; every
+    request passes ``Guard`` first (Host and Origin checks, security headers, a 500 of last resort).
 
     Args:
         settings: the loaded settings.
@@ -120,7 +122,7 @@ def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, j
     server = build_server(settings, deps, gate=gate, auth=sdk_auth(settings.auth),
                           token_verifier=token_verifier(settings.auth))
     security = transport_security(settings, host)
-    page = static_routes(security) + PageApi(settings, deps, gate).routes(security)
+    page = static_routes() + PageApi(settings, deps, gate).routes()
     if stateless:
         app = server.streamable_http_app(stateless_http=True, json_response=json_response, host=host,
                                          transport_security=security)
@@ -128,6 +130,7 @@ def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, j
         app.router.routes.append(metrics_route(deps.metrics, settings, security))
         if settings.auth.enabled:
             app.add_middleware(OneAuthorization)
+        app.add_middleware(Guard, security=security)  # outermost: before routing, auth and the SDK
         return app
     http = settings.http
     app = server.streamable_http_app(
@@ -137,11 +140,12 @@ def build_http_app(settings: Settings, deps: Deps, host: str, stateless: bool, j
     app.router.routes.extend(page)
     app.router.routes.append(metrics_route(deps.metrics, settings, security))
     if settings.auth.enabled:
-        app.add_middleware(OneAuthorization)  # outermost: before the SDK reads the first of several
+        app.add_middleware(OneAuthorization)  # before the SDK reads the first of several
     # Inside the SDK's authentication (after its middleware, not around it): a client is then its
     # verified identity, not the text of its token, which an OAuth user can refresh at will.
     app.user_middleware.append(Middleware(SessionBounds, max_per_client=http.max_sessions_per_client,
                                           idle_timeout_s=http.session_idle_timeout_s))
+    app.add_middleware(Guard, security=security)  # outermost: before routing, auth and the SDK
     return app
 
 

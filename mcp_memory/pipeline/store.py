@@ -29,6 +29,9 @@ async def store(
     importance: float | None = None,
     supersedes: list[str] | None = None,
     idempotency_key: str | None = None,
+    *,
+    by: str | None = None,
+    may_supersede: bool = True,
 ) -> StoreResult:
     """Store one memory exactly as given, with one vector per window of its text.
 
@@ -37,6 +40,10 @@ async def store(
     content already stored applies them to the memory already there, which is current afterwards.
     With ``llm.supersede_model`` set (and ``supersede.llm_on_store``), a new (not de-duplicated)
     memory's nearest current memories are then shown to the model, which may mark more.
+
+    ``by`` names the caller in the audit rows of the marks (the token's name, ``stdio``...).
+    ``may_supersede`` False (a caller without ``can_delete``): the LLM marks nothing for this
+    store, and its audit row says so (the gate has refused ``supersedes`` already).
 
     ``idempotency_key``: a retry with the key of an earlier call in the session returns that
     call's memory_id (``replayed`` and ``deduplicated`` true, ``superseded`` the ids its own
@@ -75,10 +82,11 @@ async def store(
         await _audit(ready, memory.session, "redact", {"memory_id": row.memory_id, "source": "store",
                                                        "redactions": [r.model_dump() for r in memory.redactions]})
     if row.superseded:
-        await _audit_marks(ready, memory, row.memory_id, row.superseded)
+        await _audit_marks(ready, memory, row.memory_id, row.superseded, by)
     if not row.deduplicated:
         ready.metrics.memories_stored.inc()
-        superseded += await find_superseded(ready, memory, row.memory_id, vectors, exclude=superseded)
+        superseded += await find_superseded(ready, memory, row.memory_id, vectors, exclude=superseded, by=by,
+                                            allowed=may_supersede)
     return StoreResult(
         memory_id=row.memory_id,
         session=memory.session,
@@ -89,12 +97,12 @@ async def store(
     )
 
 
-async def _audit_marks(ready: Ready, memory: NewMemory, memory_id: str, marked: list[str]) -> None:
+async def _audit_marks(ready: Ready, memory: NewMemory, memory_id: str, marked: list[str], by: str | None) -> None:
     """One ``supersede`` audit row for the marks a caller's ``supersedes`` made (``source``
     ``caller``; the LLM's decisions have ``source`` ``llm``). ``requested`` is what the call named;
-    ``superseded`` what was marked (the current end of a named chain). The marks are committed
-    already: a failing audit write is logged at WARNING and the call still succeeds."""
-    detail = {"memory_id": memory_id, "source": "caller", "requested": list(memory.supersedes),
+    ``superseded`` what was marked (the current end of a named chain); ``by`` the caller. The marks
+    are committed already: a failing audit write is logged at WARNING and the call still succeeds."""
+    detail = {"memory_id": memory_id, "source": "caller", "by": by, "requested": list(memory.supersedes),
               "superseded": marked}
     await _audit(ready, memory.session, "supersede", detail)
 

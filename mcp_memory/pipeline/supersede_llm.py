@@ -14,8 +14,9 @@ said there (``said_in``: 80% of the words) and differ; an id that was not a cand
 candidate's memory_id) is dropped (the prompt and the reading of the reply: ``supersede_reply``). The
 picks that stand are marked superseded by the new memory.
 Each decision is one audit row of kind ``supersede``:
-``{memory_id, candidates, superseded, reason, model, mode, fallbacks, note, latency_ms}`` (``mode``: the
-structured-output mode that answered; ``fallbacks``: the modes the endpoint refused); it keeps no prompt text
+``{memory_id, source, by, candidates, superseded, reason, model, mode, fallbacks, note, latency_ms}`` (``by``: the
+caller whose store it was; ``mode``: the structured-output mode that answered; ``fallbacks``: the modes the
+endpoint refused); it keeps no prompt text
 (a reason that echoes the prompt is left out, and of ids the model invented only UUIDs are
 named). Usage is counted under the operation ``supersede``.
 
@@ -118,7 +119,8 @@ async def _similarity(ready: Ready, memory: NewMemory, vectors: list[np.ndarray]
 
 
 async def find_superseded(
-    ready: Ready, memory: NewMemory, memory_id: str, vectors: list[np.ndarray], exclude: list[str]
+    ready: Ready, memory: NewMemory, memory_id: str, vectors: list[np.ndarray], exclude: list[str],
+    by: str | None = None, allowed: bool = True,
 ) -> list[str]:
     """Ask the supersede model which of the new memory's nearest current memories it supersedes,
     mark them, and audit the decision (see the module docstring).
@@ -126,16 +128,23 @@ async def find_superseded(
     Args:
         memory: the stored memory; ``memory_id`` its id, ``vectors`` its window vectors.
         exclude: ids the call already marked (explicit ``supersedes``); never shown again.
+        by: the caller whose store this is, named in the audit row.
+        allowed: the caller may mark memories superseded (``can_delete``); when False the model
+            is not asked, and the audit row's ``note`` says why.
 
     Returns:
-        The ids marked superseded; empty when the stage is off, found nothing, or failed.
+        The ids marked superseded; empty when the stage is off, not allowed, found nothing, or failed.
     """
     model = ready.llm.model_for("supersede")
     if model is None or not ready.settings.supersede.llm_on_store:
         return []
     started = time.perf_counter()
-    detail: dict[str, Any] = {"memory_id": memory_id, "source": "llm", "candidates": [], "superseded": [],
+    detail: dict[str, Any] = {"memory_id": memory_id, "source": "llm", "by": by, "candidates": [], "superseded": [],
                               "reason": None, "model": model, "mode": None, "fallbacks": [], "note": None}
+    if not allowed:
+        detail["note"] = "not run: this caller may not mark memories superseded (that needs can_delete)"
+        await _audit(ready, memory, {**detail, "latency_ms": 0.0})
+        return []
     marked: list[str] = []
     try:
         candidates = await _candidates(ready, memory, memory_id, vectors, exclude)
@@ -172,8 +181,13 @@ async def find_superseded(
         logger.warning("supersession on store %s, memory stored without it: %s", kind, exc)
         detail["note"] = f"supersede model {kind}, nothing marked: {exc}"
     detail["latency_ms"] = round((time.perf_counter() - started) * 1000, 3)
+    await _audit(ready, memory, detail)
+    return marked
+
+
+async def _audit(ready: Ready, memory: NewMemory, detail: dict[str, Any]) -> None:
+    """The decision's audit row; a failing write is logged at WARNING (the memory stays stored)."""
     try:
         await record(ready.repository, memory.session, "supersede", detail)
     except ProviderError as exc:
         logger.warning("could not audit a supersession decision: %s", exc)
-    return marked

@@ -13,6 +13,7 @@ from mcp_memory.transfer.notes import NOTE_SUFFIXES
 __all__ = ["FORMATS", "detect_format"]
 
 FORMATS = ("mcp-memory", "mcp-kg", "markdown", "mem0")
+FIRST_LINE_CHARS = 4_000_000  # of the first line read; a longer line is cut, and read as JSON only if mem0
 
 
 def detect_format(path: Path) -> str:
@@ -21,8 +22,8 @@ def detect_format(path: Path) -> str:
     A folder, or a .md/.markdown/.txt file, is ``markdown``. Otherwise the first non-blank line
     decides: our export header is ``mcp-memory``; an object whose ``type`` is ``entity`` or
     ``relation`` is ``mcp-kg``; a file that starts a JSON list, or is one JSON object with a list
-    under ``results``, of objects holding ``memory``, is ``mem0``. Anything else is taken for
-    ``mcp-memory``, whose reader then says what is wrong with line 1.
+    under ``results``, of objects holding ``memory`` (the first ten, read as a stream), is ``mem0``.
+    Anything else is taken for ``mcp-memory``, whose reader then says what is wrong with line 1.
 
     Raises:
         OSError: the file cannot be read.
@@ -30,7 +31,8 @@ def detect_format(path: Path) -> str:
     if path.is_dir() or path.suffix.lower() in NOTE_SUFFIXES:
         return "markdown"
     with path.open(encoding="utf-8-sig", errors="replace") as handle:  # -sig: a leading BOM is dropped
-        first = next((line for line in handle if line.strip()), "")
+        pieces = iter(lambda: handle.readline(FIRST_LINE_CHARS), "")  # a one-line file is not read whole
+        first = next((piece for piece in pieces if piece.strip()), "")
     stripped = first.strip()
     if stripped.startswith("["):
         return "mem0"
@@ -43,11 +45,6 @@ def detect_format(path: Path) -> str:
             return "mcp-memory"
         if value.get("type") in KG_TYPES:
             return "mcp-kg"
-    if stripped.startswith("{"):
-        try:
-            document = json.loads(path.read_text(encoding="utf-8-sig", errors="replace"))
-        except (ValueError, RecursionError):
-            document = None
-        if looks_like_mem0(document):
-            return "mem0"
+    if stripped.startswith("{") and looks_like_mem0(path):  # reads up to its first ten memories
+        return "mem0"
     return "mcp-memory"

@@ -1,16 +1,19 @@
 """``mcp-memory import``: an ``mcp-memory`` export back into a database.
 
 Every line is checked with store_memory's rules; a bad line is reported with its line number and
-skipped, never aborting the rest. Good lines are embedded in batches with the embedder's batch
-API and inserted with their memory_ids and timestamps; a memory whose id (or content) its session
-already holds is skipped as a duplicate, so a second run stores nothing new. Supersession links
-are restored once every memory is in. Progress (rate, ETA) and rejections go to stderr.
+skipped, never aborting the rest. Every format is read as a stream (``read_entries``): memory holds a
+batch, not the file. Good lines are embedded in batches with the embedder's batch API and inserted
+with their memory_ids and timestamps; a memory whose id and content (or content alone) its session
+already holds is skipped as a duplicate, so a second run stores nothing new, while an id that names
+other content (a mem0 id reused in the file, or an earlier import's) is a bad line. Supersession
+links are restored once every memory is in, except those that go round in a cycle (bad lines too,
+their memories stay current). Progress (rate, ETA) and rejections go to stderr.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.text import Text
 
+from mcp_memory.db.transfer import ImportRow
 from mcp_memory.deps import Ready
 from mcp_memory.errors import ConfigError
 from mcp_memory.pipeline.audit import record as audit
@@ -30,7 +34,7 @@ from mcp_memory.transfer.mem0 import Mem0FileError, mem0_memories
 from mcp_memory.transfer.notes import note_paragraphs
 from mcp_memory.transfer.records import Link, Record, parse_line, parse_record
 
-__all__ = ["ImportSummary", "import_file"]
+__all__ = ["ImportSummary", "import_file", "read_entries"]
 
 BATCH_SIZE = 64  # memories per embedding batch and per insert transaction
 
@@ -72,19 +76,35 @@ def _check_header(path: Path, first: str) -> None:
         raise ConfigError(f"{path}: export format version {header.get('version')!r}; this mcp-memory reads {VERSION}")
 
 
-async def _flush(ready: Ready, batch: list[Record], summary: ImportSummary) -> list[tuple[str, str]]:
-    """Store one batch: skip what the database holds already, embed the rest in one call, insert.
+async def _flush(ready: Ready, batch: list[tuple[int | str, Record]], summary: ImportSummary,
+                 report: Callable[[int | str, str], None]) -> list[tuple[str, str]]:
+    """Store one batch: skip what the database holds already, refuse an id reused for other content,
+    embed the rest in one call, insert.
 
     Returns:
         With ``dry_run``, (session, memory_id) of each memory that would be stored; else nothing.
     """
     repository = ready.repository
-    known = await repository.existing([(r.row.session, r.row.memory_id, r.row.content_hash) for r in batch])
-    new = [r.row for i, r in enumerate(batch) if i not in known]
-    summary.duplicates += len(known)
+    known = await repository.existing([(r.row.session, r.row.memory_id, r.row.content_hash) for _, r in batch])
+    new: list[ImportRow] = []
+    batch_ids: dict[tuple[str, str], tuple[bytes, int | str]] = {}
+    for i, (where, record) in enumerate(batch):
+        row = record.row
+        first = batch_ids.get((row.session, row.memory_id))
+        if first is None:
+            batch_ids[(row.session, row.memory_id)] = (row.content_hash, where)
+        if known.get(i) or (first is not None and first[0] != row.content_hash):
+            holder = f"line {first[1]}" if first is not None else "an earlier line or import"
+            report(where, f"memory_id: {row.memory_id} is the id of other content in session {row.session!r} "
+                   f"({holder}); an id names one memory, so this line is skipped")
+        elif i in known or first is not None:  # the same memory again
+            summary.duplicates += 1
+        else:
+            new.append(row)
+    fresh = {id(row) for row in new}
     if summary.dry_run:
         summary.stored += len(new)  # would be stored
-        summary.redacted += sum(1 for i, r in enumerate(batch) if i not in known and r.redactions)
+        summary.redacted += sum(1 for _, r in batch if r.redactions and id(r.row) in fresh)
         return [(row.session, row.memory_id) for row in new]
     if not new:
         return []
@@ -98,12 +118,33 @@ async def _flush(ready: Ready, batch: list[Record], summary: ImportSummary) -> l
     summary.stored += len(inserted)
     summary.duplicates += len(rows) - len(inserted)  # the same content twice in the file
     stored = set(inserted)
-    for r in batch:  # one redact audit row per stored memory that held secrets: kinds and spans, never values
-        if r.redactions and r.row.memory_id in stored:
+    for _, r in batch:  # one redact audit row per stored memory that held secrets: kinds and spans, never values
+        if r.redactions and id(r.row) in fresh and r.row.memory_id in stored:
             summary.redacted += 1
             await audit(repository, r.row.session, "redact", {"memory_id": r.row.memory_id, "source": "import",
                                                               "redactions": [x.model_dump() for x in r.redactions]})
     return []
+
+
+def _looped(links: list[tuple[int | str, Link]]) -> set[int]:
+    """Positions in ``links`` of the links that close a cycle (A superseded by B, B by C, C by A):
+    every link of each cycle. A memory's first link counts, as the database keeps the first."""
+    successor: dict[tuple[str, str], tuple[str, int]] = {}
+    for place, (_, link) in enumerate(links):
+        successor.setdefault((link.session, link.memory_id), (link.superseded_by, place))
+    state: dict[tuple[str, str], bool] = {}  # False: on the current walk; True: walked before
+    looped: set[int] = set()
+    for start in successor:
+        walk: list[tuple[str, str]] = []
+        node = start
+        while node in successor and node not in state:
+            state[node] = False
+            walk.append(node)
+            node = (node[0], successor[node][0])
+        if state.get(node) is False:  # the walk came back to itself
+            looped.update(successor[n][1] for n in walk[walk.index(node):])
+        state.update((n, True) for n in walk)
+    return looped
 
 
 async def import_file(ready: Ready, path: Path, session: str | None = None, prefix: str = "",
@@ -120,7 +161,8 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
 
     Returns:
         The summary. A memory of the file whose id or content its target session already holds
-        counts as a duplicate; with ``dry_run``, duplicates within the file itself are not found.
+        counts as a duplicate; with ``dry_run``, duplicates within the file itself are not found,
+        nor an id reused for other content more than ``BATCH_SIZE`` memories after its first use.
 
     Raises:
         ConfigError: the file cannot be read, or its first line is not an export header, or
@@ -131,14 +173,20 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
     console = console or Console(stderr=True)
     limits = ready.settings.limits
     summary = ImportSummary(dry_run=dry_run)
-    links: list[Link] = []
+    links: list[tuple[int | str, Link]] = []
+    total, entries = read_entries(path, fmt, session)
     planned: list[tuple[str, str]] = []  # with dry_run: the memories that would be stored
-    total, entries = _entries(path, fmt, session)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _Rate(),
                TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as progress:
+
+        def report(where: int | str, reason: str) -> None:
+            summary.rejected.append((where, reason))
+            shown = f"line {where}" if isinstance(where, int) else where
+            progress.console.print(f"{shown}: {reason}", markup=False, highlight=False, soft_wrap=True)
+
         task = progress.add_task("checking" if dry_run else "importing", total=total)
-        batch: list[Record] = []
+        batch: list[tuple[int | str, Record]] = []
         for where, value in entries:
             progress.advance(task)
             if value is None:
@@ -148,19 +196,23 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
                     raise value
                 record = parse_record(value, limits, session, prefix, ready.settings.privacy.secrets)
             except ValueError as exc:  # InvalidInput is one
-                summary.rejected.append((where, str(exc)))
-                shown = f"line {where}" if isinstance(where, int) else where
-                progress.console.print(f"{shown}: {exc}", markup=False, highlight=False, soft_wrap=True)
+                report(where, str(exc))
                 continue
-            batch.append(record)
+            batch.append((where, record))
             if record.link is not None:
-                links.append(record.link)
+                links.append((where, record.link))
             if len(batch) == BATCH_SIZE:
-                planned += await _flush(ready, batch, summary)
+                planned += await _flush(ready, batch, summary, report)
                 batch = []
         if batch:
-            planned += await _flush(ready, batch, summary)
-    rows = [(k.session, k.memory_id, k.superseded_by, k.superseded_at, k.source) for k in links]
+            planned += await _flush(ready, batch, summary, report)
+        looped = _looped(links)
+        for place in sorted(looped):
+            report(links[place][0], "superseded_by: the file's supersession links go round in a cycle (each memory "
+                   "of it superseded by another of it, so none would be current); no link of the cycle is "
+                   "restored, its memories are imported as current")
+    rows = [(k.session, k.memory_id, k.superseded_by, k.superseded_at, k.source)
+            for place, (_, k) in enumerate(links) if place not in looped]
     if dry_run:
         summary.supersessions = await ready.repository.count_supersessions(rows, planned)
     else:
@@ -171,9 +223,14 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
 _NEEDS_SESSION = {"markdown": "notes name no session", "mcp-kg": "a knowledge graph names no session"}
 
 
-def _entries(path: Path, fmt: str, session: str | None) -> tuple[int, Iterator[tuple[int | str, Any]]]:
+def read_entries(path: Path, fmt: str, session: str | None) -> tuple[int, Iterator[tuple[int | str, Any]]]:
     """How many entries, and (line number or ``path:line``, value) per memory of ``path`` read as
     ``fmt``: the memory in the export's line shape, a ValueError for a bad line, None for a blank one.
+
+    Every format is read as a stream (an export or a graph line by line, mem0's JSON by an
+    incremental parser, notes line by line), so memory holds one entry at a time, not the file.
+    The count is a first pass over the file (lines of an export; the entries themselves otherwise),
+    which also finds a mem0 file that is not JSON before anything is stored.
 
     Raises:
         ConfigError: see ``import_file``.
@@ -186,19 +243,21 @@ def _entries(path: Path, fmt: str, session: str | None) -> tuple[int, Iterator[t
             with path.open("rb") as counting:
                 total = max(sum(1 for _ in counting) - 1, 0)
             return total, _export_entries(path)
-        found: list[tuple[int | str, Any]]
-        if fmt == "mem0":
-            found = list(mem0_memories(path, session))
-        else:
+
+        def read() -> Iterator[tuple[int | str, Any]]:
+            if fmt == "mem0":
+                return mem0_memories(path, session)
             assert session is not None
-            found = list((note_paragraphs if fmt == "markdown" else kg_memories)(path, session))
+            return (note_paragraphs if fmt == "markdown" else kg_memories)(path, session)
+
+        total = sum(1 for _ in read())
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc})") from None
     except Mem0FileError as exc:
         raise ConfigError(f"{path}: not a mem0 export: {exc}") from None
-    return len(found), iter(found)
+    return total, read()
 
 
 def _export_entries(path: Path) -> Iterator[tuple[int, Any]]:

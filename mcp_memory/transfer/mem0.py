@@ -16,76 +16,117 @@ the memory_id when it is a UUID (else one is derived from it, UUID 5); metadata 
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any
+
+import ijson
+from ijson.common import ObjectBuilder
 
 __all__ = ["Mem0FileError", "looks_like_mem0", "mem0_memories"]
 
 _IDS = uuid.UUID("c5e2a1f4-8d3b-4e6a-b7c9-0f1e2d3c4b5a")  # the namespace of memory_ids derived from mem0 ids
 _KEPT = ("user_id", "agent_id", "run_id", "actor_id", "role", "categories", "updated_at")
 _SESSION_KEYS = ("user_id", "agent_id", "run_id")
+_PIECE_BYTES = 65_536  # the most of one line fed to the parser at once
+MAX_DEPTH = 500  # containers inside one another; deeper is refused (Python's json stops near 1,000)
 
 
 class Mem0FileError(ValueError):
     """The file is not a mem0 export as a whole (not JSON, or no list of memories in it)."""
 
 
-def looks_like_mem0(value: Any) -> bool:
-    """True for a parsed JSON document of mem0's ``get_all`` shape."""
-    items = value.get("results") if isinstance(value, dict) else value
-    return isinstance(items, list) and all(isinstance(i, dict) and "memory" in i for i in items[:10])
+def looks_like_mem0(path: Path) -> bool:
+    """True when the file at ``path`` holds mem0's ``get_all`` shape: its first memories (up to 10)
+    are objects holding ``memory``. Reads only as far as those (the whole file when it has none)."""
+    try:
+        return all(isinstance(item, dict) and "memory" in item for _, item in islice(_items(path), 10))
+    except Mem0FileError:
+        return False
 
 
-def _items(text: str) -> Iterator[tuple[int, Any]]:
-    """(line number where it starts, parsed value) per element of the list of memories in ``text``.
+def _items(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number where it starts, parsed value) per element of the list of memories in the file,
+    read as a stream: ijson's event parser is fed one line at a time (at most ``_PIECE_BYTES`` of
+    it), so memory holds one memory, not the file, and each memory's first event tells its line.
 
     Raises:
-        Mem0FileError: ``text`` is not JSON, or holds no list (itself, or under ``results``).
+        Mem0FileError: the file is not JSON, nests deeper than ``MAX_DEPTH``, or holds no list (itself,
+            or under ``results``); found when the stream reaches the fault, so after the items before it.
     """
-    decoder = json.JSONDecoder()
-    try:
-        document = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:  # RecursionError: nested past the decoder's limit
-        raise Mem0FileError(f"not JSON ({exc})") from None
-    if not isinstance(document, list) and not (isinstance(document, dict) and isinstance(document.get("results"), list)):
+    events = ijson.sendable_list()
+    parser = ijson.basic_parse_coro(events, use_float=True)
+    shape = _Shape()
+    line = 1
+    with path.open("rb") as handle:
+        if handle.read(3) != b"\xef\xbb\xbf":  # a leading BOM is dropped
+            handle.seek(0)
+        try:
+            for piece in iter(lambda: handle.readline(_PIECE_BYTES), b""):
+                parser.send(piece)
+                yield from ((line, item) for item in shape.take(events))
+                events.clear()
+                line += piece.endswith(b"\n")
+            parser.close()
+        except ijson.JSONError as exc:
+            raise Mem0FileError(f"not JSON ({_what(exc)})") from None
+    yield from ((line, item) for item in shape.take(events))
+    if not shape.found:
         raise Mem0FileError("holds neither a list of memories nor an object with one under 'results'")
-    at = _list_start(text, decoder, isinstance(document, dict))
-    at = _skip(text, at + 1)
-    line, counted = 1, 0  # the line number at offset ``counted``; counting on from there keeps this linear
-    while text[at] != "]":
-        value, end = decoder.raw_decode(text, at)
-        line, counted = line + text.count("\n", counted, at), at
-        yield line, value
-        at = _skip(text, end)
-        at = _skip(text, at + 1) if text[at] == "," else at
 
 
-def _skip(text: str, at: int) -> int:
-    while text[at] in " \t\r\n":
-        at += 1
-    return at
+def _what(exc: ijson.JSONError) -> str:
+    """The first line of the parser's message (the next ones quote the file around the fault)."""
+    text = exc.args[0] if exc.args else ""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return next((line.strip() for line in str(text).splitlines() if line.strip()), "cut off")
 
 
-def _list_start(text: str, decoder: json.JSONDecoder, under_results: bool) -> int:
-    """Offset of the ``[`` that opens the memories (the file's list, or the ``results`` value)."""
-    at = _skip(text, 0)
-    if not under_results:
-        return at
-    at = _skip(text, at + 1)  # past "{"
-    while True:
-        key, end = decoder.raw_decode(text, at)
-        at = _skip(text, _skip(text, end) + 1)  # past ":"
-        if key == "results":  # json.loads keeps the last of repeated keys, and so does this
-            last = at
-        _, end = decoder.raw_decode(text, at)
-        at = _skip(text, end)
-        if text[at] == "}":
-            return last
-        at = _skip(text, at + 1)  # past ","
+class _Shape:
+    """Follows the parser's events: where the list of memories is, and each element built whole."""
+
+    def __init__(self) -> None:
+        self.depth = 0  # containers open
+        self.found = False  # the list of memories was seen
+        self.list_depth: int | None = None  # depth inside the list of memories while in it
+        self.key: str | None = None  # the last key at depth 1 of a top-level object
+        self.builder: ObjectBuilder | None = None
+
+    def take(self, events: list[tuple[str, Any]]) -> Iterator[Any]:
+        """The elements of the list of memories that ``events`` complete, in order.
+
+        Raises:
+            Mem0FileError: nested deeper than ``MAX_DEPTH``.
+        """
+        for event, value in events:
+            opens, closes = event in ("start_map", "start_array"), event in ("end_map", "end_array")
+            if closes:
+                self.depth -= 1
+            if self.builder is not None:
+                self.builder.event(event, value)
+                if self.depth == self.list_depth and not opens:  # the element ended (or was a scalar)
+                    yield self.builder.value
+                    self.builder = None
+            elif self.list_depth is not None and self.depth == self.list_depth and event != "end_array":
+                self.builder = ObjectBuilder()
+                self.builder.event(event, value)
+                if not opens:
+                    yield self.builder.value
+                    self.builder = None
+            elif event == "start_array" and (self.depth == 0 or (self.depth == 1 and self.key == "results")):
+                self.found, self.list_depth = True, self.depth + 1
+            elif event == "end_array" and self.depth + 1 == self.list_depth:
+                self.list_depth = None
+            elif event == "map_key" and self.depth == 1:
+                self.key = value
+            if opens:
+                self.depth += 1
+                if self.depth > MAX_DEPTH:
+                    raise Mem0FileError(f"not JSON (nested deeper than {MAX_DEPTH} levels)")
 
 
 def _memory(item: Any, session: str | None) -> dict[str, Any]:
@@ -132,10 +173,11 @@ def mem0_memories(path: Path, session: str | None) -> Iterator[tuple[int, Any]]:
     in the file at ``path``; a ValueError in its place for an item that is not a mem0 memory.
 
     Raises:
-        OSError: the file cannot be read. UnicodeDecodeError: it is not UTF-8.
-        Mem0FileError: it is not JSON, or holds no list of memories.
+        OSError: the file cannot be read.
+        Mem0FileError: it is not JSON (or not UTF-8), or holds no list of memories; raised when the
+            stream reaches the fault, after the memories before it were yielded.
     """
-    for number, item in _items(path.read_text(encoding="utf-8-sig")):
+    for number, item in _items(path):
         try:
             yield number, _memory(item, session)
         except ValueError as exc:

@@ -14,6 +14,7 @@ import logging
 import re
 import uuid
 from collections.abc import Iterator
+from itertools import chain
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,25 +54,31 @@ def note_paragraphs(root: Path, session: str) -> Iterator[tuple[str, dict[str, A
     """
     for file, name in _files(root):
         occurred_at = datetime.fromtimestamp(file.stat().st_mtime, UTC).isoformat()
-        heading: str | None = None
-        block: list[str] = []
-        start = 0
-        lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
-        for number, line in enumerate([*lines, ""], 1):
-            title = _HEADING.match(line)
-            if title is None and line.strip():
-                start = start if block else number
-                block.append(line)
-                continue
-            if block:
-                content = "\n".join(block).strip()
-                yield f"{name}:{start}", {
-                    "memory_id": str(uuid.uuid5(_IDS, f"{session}\n{name}\n{content}")),
-                    "session": session,
-                    "content": content,
-                    "occurred_at": occurred_at,
-                    "metadata": {"path": name, "heading": heading},
-                }
-                block = []
-            if title is not None:
-                heading = title.group(2)
+        with file.open(encoding="utf-8", errors="replace") as handle:  # line by line: a big file is not read whole
+            yield from _paragraphs(name, session, occurred_at, (raw.rstrip("\r\n") for raw in handle))
+
+
+def _paragraphs(name: str, session: str, occurred_at: str, lines: Iterator[str]
+                ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The paragraphs of one note file, given as its lines without their line ends."""
+    heading: str | None = None
+    block: list[str] = []
+    start = 0
+    for number, line in enumerate(chain(lines, [""]), 1):
+        title = _HEADING.match(line)
+        if title is None and line.strip():
+            start = start if block else number
+            block.append(line)
+            continue
+        if block:
+            content = "\n".join(block).strip()
+            yield f"{name}:{start}", {
+                "memory_id": str(uuid.uuid5(_IDS, f"{session}\n{name}\n{content}")),
+                "session": session,
+                "content": content,
+                "occurred_at": occurred_at,
+                "metadata": {"path": name, "heading": heading},
+            }
+            block = []
+        if title is not None:
+            heading = title.group(2)

@@ -22,6 +22,34 @@ function link(query, text, attrs) {  // a same-page address: "?" + parameters, n
   return el("a", { href: "?" + new URLSearchParams(query), text, ...(attrs || {}) });
 }
 
+// What a session name holds that cannot be seen: spaces other than one between two visible
+// characters (a trailing space, two in a row), other spaces, joiners and direction marks, controls,
+// variation selectors, fillers, unassigned and private-use code points.
+const UNSEEN = /^[\s\p{Cc}\p{Cf}\p{Z}\p{Co}\p{Cn}\p{Cs}\uFE00-\uFE0F\u{E0100}-\u{E01EF}\u115F\u1160\u3164\uFFA0\u2800]$/u;
+
+// A session name as the page shows it: each unseen character as its escape (\u0020, \u200b) in a
+// <mark> titled with its code point, so that two sessions that differ only there never look alike.
+function shownName(name) {
+  const chars = Array.from(name), parts = [];
+  let plain = "";
+  chars.forEach((ch, i) => {
+    const inner = ch === " " && i > 0 && i < chars.length - 1 && chars[i - 1] !== " " && chars[i + 1] !== " ";
+    if (inner || !UNSEEN.test(ch)) { plain += ch; return; }
+    if (plain) { parts.push(plain); plain = ""; }
+    const hex = ch.codePointAt(0).toString(16);
+    parts.push(el("mark", { class: "unseen", title: "U+" + hex.toUpperCase().padStart(4, "0"),
+                            text: hex.length > 4 ? `\\u{${hex}}` : "\\u" + hex.padStart(4, "0") }));
+  });
+  if (plain) parts.push(plain);
+  return parts;
+}
+
+function sessionLink(query, session, attrs) {
+  const anchor = link(query, "", attrs);
+  anchor.append(...shownName(session));
+  return anchor;
+}
+
 class ApiError extends Error {
   constructor(status, message) { super(message); this.status = status; }
 }
@@ -86,7 +114,7 @@ async function renderSessions(current) {
     for (const item of data.sessions) {
       const here = item.session === current;
       list.append(el("li", { class: here ? "current" : null },
-        link({ session: item.session }, item.session, { "aria-current": here ? "page" : null }),
+        sessionLink({ session: item.session }, item.session, { "aria-current": here ? "page" : null }),
         el("span", { class: "count", text: String(item.memories) })));
     }
     if (data.sessions.length === 0 && after === "") list.append(el("li", { class: "note", text: "No sessions yet." }));
@@ -132,7 +160,7 @@ async function renderSession(session, cursor) {
   const view = $("view");
   const memories = el("section", { id: "memories" }, el("h2", { text: "Memories, newest first" }));
   const audits = el("section", { id: "audits" }, el("h2", { text: "Recent audits" }));
-  view.replaceChildren(el("h1", { class: "session", text: session }), searchForm(session), el("div", { class: "columns" }, memories, audits));
+  view.replaceChildren(el("h1", { class: "session" }, ...shownName(session)), searchForm(session), el("div", { class: "columns" }, memories, audits));
   const [page, trail] = await Promise.all([
     api("/api/memories", cursor ? { session, cursor, limit: 50 } : { session, limit: 50 }),
     api("/api/audits", { session, limit: 20 }),
@@ -168,7 +196,7 @@ function foundBy(found) {
 
 async function renderSearch(session, query) {
   const view = $("view");
-  view.replaceChildren(el("h1", { class: "session" }, link({ session }, session)), searchForm(session, query),
+  view.replaceChildren(el("h1", { class: "session" }, sessionLink({ session }, session)), searchForm(session, query),
     el("p", { class: "note", text: "Searching…" }));
   const data = await api("/api/search", { session, q: query });
   const lists = Object.entries(data.lists).map(([name, n]) => `${name} (${n})`).join(", ");
@@ -182,7 +210,7 @@ async function renderSearch(session, query) {
       el("div", { class: "meta", text: when(memory.occurred_at) + (memory.superseded_by ? " · superseded" : "") })),
     el("td", {}, foundBy(memory.found_by)))));
   table.append(body);
-  view.replaceChildren(el("h1", { class: "session" }, link({ session }, session)), searchForm(session, query),
+  view.replaceChildren(el("h1", { class: "session" }, sessionLink({ session }, session)), searchForm(session, query),
     el("p", { class: "summary", text: `${data.memories.length} results for “${data.query}” · candidate lists: ${lists || "none"}` }),
     el("p", { class: "note", text: "Same recall pipeline as recall_memory, run without the LLM and without writing an audit row." }),
     data.memories.length ? table : el("p", { class: "note", text: "Nothing found." }),
@@ -211,7 +239,7 @@ async function renderAudit(session, auditId) {
   const view = $("view");
   const data = await api("/api/audit", { session, id: auditId });
   const row = data.audit, d = row.detail, memories = data.memories;
-  const parts = [el("h1", { class: "session" }, link({ session }, session)),
+  const parts = [el("h1", { class: "session" }, sessionLink({ session }, session)),
     el("h2", { class: "audit-title", text: `Audit #${row.audit_id} · ${row.kind} · ${when(row.created_at)}` })];
   if (row.kind !== "recall") {
     parts.push(el("pre", { class: "detail", text: JSON.stringify(d, null, 2) }));
