@@ -154,6 +154,7 @@ async def test_b01_text_round_trips_unescaped_with_auth(served: Served) -> None:
     assert await served.rows(session) == [content]
 
 
+@pytest.mark.slow  # soak or load: .ci/run runs it (-m slow)
 async def test_b09_concurrent_writers_on_two_servers_with_tokens_lose_nothing(served: Served) -> None:
     session = f"s-c-{uuid.uuid4().hex[:6]}"
     ids: dict[int, str] = {}

@@ -338,6 +338,7 @@ def spawner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Spawner]:
         spawner.close()
 
 
+@pytest.mark.slow  # soak or load: .ci/run runs it (-m slow)
 def test_every_request_over_http_gets_a_prompt_one_line_answer_and_keeps_sessions_apart(
     pg_url: str, spawner: Spawner
 ) -> None:
@@ -352,6 +353,7 @@ def test_every_request_over_http_gets_a_prompt_one_line_answer_and_keeps_session
     assert listed is not None and len(listed["result"]["tools"]) == 5
 
 
+@pytest.mark.slow  # soak or load: .ci/run runs it (-m slow)
 def test_every_request_over_stdio_gets_a_prompt_one_line_answer_and_keeps_sessions_apart(
     pg_url: str, spawner: Spawner
 ) -> None:

@@ -101,6 +101,7 @@ def test_health_reports_an_external_postgres_that_stopped_or_hangs_and_recovers_
         server.kill()
 
 
+@pytest.mark.slow  # soak or load: .ci/run runs it (-m slow)
 @pytest.mark.anyio
 async def test_a_flood_of_health_checks_shares_one_select_and_stays_ready(spawn: Spawner, own_postgres: Path) -> None:
     """/health needs no token: 250 at once (each once opened a connection of its own) used to take every

@@ -12,8 +12,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from kill9 import Kill9Run
 from processes import free_port, stop_leftover_postgres
+
+
+pytestmark = pytest.mark.slow  # a soak: .ci/run runs it (-m slow)
 
 
 def test_sigkilled_servers_lose_no_acknowledged_write_and_store_nothing_twice(tmp_path: Path) -> None:

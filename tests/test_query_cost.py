@@ -29,6 +29,7 @@ async def _fill(client, session: str) -> None:
         await call(client, "store_memory", {"session": session, "content": memory_text(rng, i)})
 
 
+@pytest.mark.slow  # soak or load: .ci/run runs it (-m slow)
 async def test_a_query_of_513_identifiers_at_the_length_limit_answers_within_two_seconds(
     pg_url, tmp_path, empty_tables
 ):

@@ -154,6 +154,7 @@ async def test_a_client_behind_a_round_robin_proxy_reads_its_writes_on_every_ste
     assert all(port != following for (_, port), (_, following) in zip(steps, steps[1:])), steps  # each on the other
 
 
+@pytest.mark.slow  # soak or load: .ci/run runs it (-m slow)
 async def test_a_process_sigkilled_under_load_loses_no_acknowledged_memory(
     servers: dict[str, int], shared_db: str, tmp_path: Path
 ) -> None:
