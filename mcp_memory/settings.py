@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Literal, get_args
 
 import platformdirs
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
