@@ -18,6 +18,7 @@ import asyncpg
 import numpy as np
 
 from mcp_memory.access.scope import SessionScope
+from mcp_memory.db import postings
 from mcp_memory.db.usage import _scope_args
 
 __all__ = ["ImportRow", "TransferQueries"]
@@ -126,17 +127,19 @@ class TransferQueries:
             inserted: list[str] = []
             async with connection.transaction():
                 for row in rows:
-                    stored = await connection.fetchval(
+                    inserted_row = await connection.fetchrow(
                         "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, created_at,"
                         " metadata, importance, embedding, embedding_model)"
                         " VALUES ($1, $2::uuid, $3, $4, $5, $6, $7::jsonb, $8, $9, $10)"
-                        " ON CONFLICT DO NOTHING RETURNING memory_id::text",
+                        " ON CONFLICT DO NOTHING RETURNING memory_id::text, length(search_text) AS length",
                         row.session, row.memory_id, row.content, row.content_hash, row.occurred_at,
                         row.created_at, json.dumps(row.metadata, ensure_ascii=False), row.importance,
                         row.embeddings[0], self._model,
                     )
-                    if stored is None:
+                    if inserted_row is None:
                         continue
+                    stored = inserted_row["memory_id"]
+                    await postings.added(connection, row.session, stored, inserted_row["length"])
                     inserted.append(stored)
                     if len(row.embeddings) > 1:
                         await connection.executemany(
