@@ -15,7 +15,7 @@ from mcp_memory.models import Candidate
 from mcp_memory.pipeline.supersede import asks_about_past, rank
 from tools import call, store
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends("single", "citus")]
 
 BERLIN = "Alice lives in Berlin, in a flat in Kreuzberg."
 LISBON = "Alice moved from Berlin to Lisbon; she lives in Lisbon now."

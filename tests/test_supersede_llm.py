@@ -18,7 +18,7 @@ from mcp import Client
 
 from tools import call, store, served
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends("single", "citus")]
 
 BERLIN = "Alice lives in Berlin, in a flat in Kreuzberg."
 LISBON = "Alice moved from Berlin to Lisbon; she lives in Lisbon now."
