@@ -164,22 +164,24 @@ class TransferQueries:
         """Record (session, memory_id, superseded_by, superseded_at, source) links whose two
         memories both exist and whose memory is not marked already; returns how many were recorded.
 
-        One statement per session, as ``existing``.
+        One statement per session, as ``existing``. The rows recorded are counted from RETURNING, not
+        from the command tag: on Citus an INSERT ... SELECT runs through the coordinator, whose tag
+        counts the rows selected, also those ON CONFLICT DO NOTHING skipped.
         """
         recorded = 0
         for session, places in _by_session(link[0] for link in links).items():
-            status = await self._run(
-                lambda c, session=session, places=places: c.execute(
+            rows = await self._run(
+                lambda c, session=session, places=places: c.fetch(
                     "INSERT INTO memory_supersessions (session, memory_id, superseded_by, superseded_at, source)"
                     " SELECT $1, t.id, t.successor, t.at, t.source"
                     " FROM unnest($2::uuid[], $3::uuid[], $4::timestamptz[], $5::text[]) AS t(id, successor, at, source)"
                     " WHERE EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.memory_id = t.id)"
                     " AND EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.memory_id = t.successor)"
-                    " ON CONFLICT DO NOTHING",
+                    " ON CONFLICT DO NOTHING RETURNING 1",
                     session, *[[links[i][column] for i in places] for column in range(1, 5)],
                 )
             )
-            recorded += int(status.split()[-1])
+            recorded += len(rows)
         return recorded
 
 
