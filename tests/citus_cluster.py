@@ -132,3 +132,30 @@ class Cluster:
             except (RuntimeError, subprocess.TimeoutExpired):
                 pass  # already stopped (a fault test) or never started
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+async def _serve(folder: Path, workers: int) -> None:
+    """Start a cluster, print the coordinator's URL, and keep it up until stdin closes (Ctrl-D)."""
+    import sys
+
+    import anyio
+    from citus_build import SOURCE_VARIABLE, ensure_built
+
+    source = os.environ.get(SOURCE_VARIABLE)
+    if not source:
+        sys.exit(f"set {SOURCE_VARIABLE} to the Citus source tarball")
+    cluster = Cluster(ensure_built(Path(source)), folder)
+    try:
+        await cluster.up(workers)
+        print(cluster.url, flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.read)
+    finally:
+        cluster.down()
+
+
+if __name__ == "__main__":  # python tests/citus_cluster.py /tmp/cluster [workers]: a cluster for the evals or by hand
+    import sys
+
+    import anyio
+
+    anyio.run(_serve, Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 2)
