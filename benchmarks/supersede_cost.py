@@ -8,7 +8,8 @@ Three ``mcp-memory serve --transport http`` processes on one database store the 
 (one conversation, in order, so a turn has earlier turns about the same things), one at a time,
 interleaved turn by turn, each into a fresh session of its own:
 
-- ``old``: the package under ``--baseline`` (a copy of mcp_memory/ before supersession);
+- ``old``: the package under ``--baseline`` (a copy of mcp_memory/ before supersession), on the
+  database of ``--baseline-data-dir`` when given (its own embedded PostgreSQL);
 - ``off``: the working tree with no supersede model (the store path every user without one runs);
 - ``llm``: the working tree with ``llm.supersede_model`` pointed at the scripted OpenAI-compatible
   server of the tests (tests/fake_openai.py, in this process), which answers at once, naming the
@@ -95,7 +96,8 @@ async def main(args: argparse.Namespace) -> None:
         async with contextlib.AsyncExitStack() as stack:  # each server, then its connection; closed in reverse
             clients = {}
             for offset, (name, env) in enumerate(arms.items()):
-                stack.enter_context(ServerProcess(args.data_dir, args.port + offset, env=env))
+                folder = args.baseline_data_dir if name == "old" and args.baseline_data_dir else args.data_dir
+                stack.enter_context(ServerProcess(folder, args.port + offset, env=env))
                 clients[name] = await stack.enter_async_context(McpHttp(args.port + offset))
             for name, client in clients.items():  # warm-up: load the model, open connections
                 await client.call("store_memory", {"session": f"cost-warmup-{stamp}", "content": f"warm-up {name}"})
@@ -161,6 +163,9 @@ async def main(args: argparse.Namespace) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--baseline-data-dir", type=Path,
+                        help="a database of its own for the old arm (needed when the two differ in schema, e.g. "
+                             "migration 014 drops the triggers the old package's store relies on)")
     parser.add_argument("--baseline", type=Path, required=True, help="folder holding the baseline mcp_memory/")
     parser.add_argument("--port", type=int, default=18751)
     parser.add_argument("--count", type=int, default=300, help="turns stored by each server")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import anyio
 import asyncpg
 
+from mcp_memory.db import citus
 from mcp_memory.db.embedded import Supervisor, start_embedded
 from mcp_memory.db.migrate import migrate
 from mcp_memory.db.pool import open_pool, ping
@@ -110,8 +111,9 @@ class Deps:
         self._url = url
         if settings.database_url is None:  # this server uses the embedded PostgreSQL: keep it running
             self._supervisor = Supervisor(settings.data_dir)
-        await migrate(url, embedder.model, embedder.dim)
-        self._pool = await open_pool(url, settings.pool_min_size, settings.pool_max_size, settings.statement_timeout_ms)
+        on_citus = await migrate(url, embedder.model, embedder.dim, settings.distribute)
+        self._pool = await open_pool(url, settings.pool_min_size, settings.pool_max_size, settings.statement_timeout_ms,
+                                     citus.pool_settings(on_citus))
         repository = Repository(self._pool, embedder.model)
         self._llm = LlmClient(settings.llm, repository, self.metrics)
         # Start-up leaves ~180k objects (modules, the SDK, the model's wrappers) that live as long as

@@ -15,6 +15,9 @@ before serving) and a one-line detail that says what to do when it is not ok:
   left by a failed ``CREATE INDEX CONCURRENTLY`` and is never used by queries.
 - ``vector_cache``: the in-process vector copies' budget (``recall.vector_cache_mb``) against what
   the sessions recall would copy need; warns when they do not fit (recall then scans in PostgreSQL).
+- ``citus``: on a Citus coordinator, its version, its workers and every table's distribution;
+  fails when a session table is not distributed by ``session`` colocated with ``memories``, or a
+  table without sessions is not a reference table (db/citus.py). Without citus: one PostgreSQL.
 - ``secrets``: stored memories whose content or metadata holds a detectable secret, per session
   (never a value); warns when there are any, unless ``privacy.secrets = "keep"``. ``mcp-memory
   redact`` replaces them.
@@ -31,6 +34,8 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 from mcp_memory.access.scope import SessionScope
+from mcp_memory.db.citus import REFERENCE_TABLES, SESSION_TABLES
+from mcp_memory.db.health import CitusLayout
 from mcp_memory.db.migrate import MIN_PGVECTOR, packaged_migrations, version_tuple
 from mcp_memory.deps import Deps, Ready
 from mcp_memory.embedding.vector_cache import copy_nbytes
@@ -85,6 +90,7 @@ async def _database_checks(ready: Ready) -> list[Check]:
                         "REINDEX INDEX CONCURRENTLY <name> (or drop and create it again)") if invalid
                   else Check("indexes", "ok", f"{len(indexes)} indexes on {len({t for t, _, _ in indexes})} tables, "
                              "all valid"))
+    checks.append(_citus(await repository.citus_layout()))
     budget = settings.recall.vector_cache_mb * 2**20
     found = await repository.vector_sessions(settings.recall.exact_search_max_memories)
     need, largest = copy_nbytes(found.vectors, ready.embedder.dim), copy_nbytes(found.largest_vectors, ready.embedder.dim)
@@ -115,6 +121,24 @@ async def _secrets(ready: Ready) -> Check:
     return Check("secrets", "ok" if policy == "keep" else "warn",
                  f"{sum(sessions.values())} of {scanned} stored memories hold a detectable secret ({listed}); "
                  "mcp-memory redact --all (or --session NAME) replaces each by [redacted: <kind>]")
+
+
+def _citus(layout: CitusLayout | None) -> Check:
+    if layout is None:
+        return Check("citus", "ok", "no citus extension: one PostgreSQL")
+    home = layout.tables.get("memories", ("", "", -1))[2]
+    wrong = [f"{table} ({kind or 'local'}" + (f" by {column}, colocation {group}" if kind == "distributed" else "") + ")"
+             for table, (kind, column, group) in ((t, layout.tables.get(t, ("", "", -1))) for t in SESSION_TABLES)
+             if (kind, column, group) != ("distributed", "session", home)]
+    wrong += [f"{table} ({layout.tables.get(table, ('local',))[0] or 'local'})" for table in REFERENCE_TABLES
+              if layout.tables.get(table, ("",))[0] != "reference"]
+    where = f"Citus {layout.version}, {len(layout.workers)} worker(s): {', '.join(layout.workers) or 'none'}"
+    if wrong:
+        return Check("citus", "fail", f"{where}; not as mcp-memory needs: {', '.join(wrong)}; every session table must "
+                     "be distributed by session colocated with memories, the others reference tables (set distribute = "
+                     "true and restart, or see db/citus.py)")
+    return Check("citus", "ok", f"{where}; {', '.join(SESSION_TABLES)} distributed by session, colocated "
+                 f"(colocation {home}); {', '.join(REFERENCE_TABLES)} reference tables")
 
 
 def _migrations(applied: list[int]) -> Check:

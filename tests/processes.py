@@ -144,25 +144,56 @@ def database_url(url: str, database: str) -> str:
     return urlsplit(url)._replace(path=f"/{database}").geturl()
 
 
-async def create_database(admin_url: str) -> str:
-    """Create an empty database on ``admin_url``'s server; returns its URL."""
-    name = f"mm_test_{uuid.uuid4().hex[:12]}"
+async def _citus_workers(admin_url: str) -> list[str] | None:
+    """The URLs of the workers when ``admin_url`` is a Citus coordinator's database, else None."""
     connection = await asyncpg.connect(admin_url)
     try:
-        await connection.execute(f'CREATE DATABASE "{name}"')
+        if not await connection.fetchval("SELECT 1 FROM pg_extension WHERE extname = 'citus'"):
+            return None
+        rows = await connection.fetch("SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeid")
     finally:
         await connection.close()
-    return database_url(admin_url, name)
+    user = urlsplit(admin_url).username or "postgres"
+    return [f"postgresql://{user}@{row['nodename']}:{row['nodeport']}/postgres" for row in rows]
+
+
+async def _execute(url: str, *statements: str) -> None:
+    connection = await asyncpg.connect(url)
+    try:
+        for statement in statements:
+            await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+async def create_database(admin_url: str) -> str:
+    """Create an empty database on ``admin_url``'s server; returns its URL.
+
+    On a Citus coordinator (tests/citus_cluster.py) it is a Citus database too: made on every
+    worker, with citus, vector and pg_trgm on each node, the nodes registered in it.
+    """
+    name = f"mm_test_{uuid.uuid4().hex[:12]}"
+    workers = await _citus_workers(admin_url)
+    await _execute(admin_url, f'CREATE DATABASE "{name}"')
+    url = database_url(admin_url, name)
+    if workers is not None:
+        extensions = [f"CREATE EXTENSION {extension}" for extension in ("citus", "vector", "pg_trgm")]
+        for worker in workers:
+            await _execute(worker, f'CREATE DATABASE "{name}"')
+            await _execute(database_url(worker, name), *extensions)
+        coordinator = urlsplit(admin_url)
+        await _execute(url, *extensions, f"SELECT citus_set_coordinator_host('{coordinator.hostname}', {coordinator.port})",
+                       *[f"SELECT citus_add_node('{urlsplit(w).hostname}', {urlsplit(w).port})" for w in workers])
+    return url
 
 
 async def drop_database(admin_url: str, url: str) -> None:
-    """Drop the database ``url`` names, closing its connections first."""
+    """Drop the database ``url`` names, closing its connections first (on every Citus worker too)."""
     name = urlsplit(url).path.lstrip("/")
-    connection = await asyncpg.connect(admin_url)
-    try:
-        await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await connection.close()
+    workers = await _citus_workers(admin_url)
+    await _execute(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    for worker in workers or []:
+        await _execute(worker, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

@@ -115,6 +115,8 @@ class _Reader:
         self.links = _Links()
         self.session_refs: list[str] = []
         self.count = 0
+        # INSERT ... SELECT x.session ...: the target's reference, tied to x.session in that SELECT
+        self.written: dict[int, list[tuple[str, Any]]] = {}
 
     def relation(self, scope: dict[str, str], range_var: Any) -> None:
         self.count += 1
@@ -154,6 +156,9 @@ class _Reader:
         if isinstance(node, pg.SelectStmt):
             self.from_items(scope, node.fromClause, predicates)
             predicates += _conjuncts(node.whereClause)
+            for target, column in self.written.pop(id(node), []):
+                for ref in self.resolve([*chain, scope], _session_column(column)):
+                    self.links.join(target, ref)
         elif isinstance(node, (pg.DeleteStmt, pg.UpdateStmt)):
             self.relation(scope, node.relation)
             self.from_items(scope, getattr(node, "usingClause", None) or getattr(node, "fromClause", None), predicates)
@@ -166,9 +171,12 @@ class _Reader:
                 place = columns.index("session")
                 values = [row[place] for row in select.valuesLists or ()] or [
                     target.val for target in (select.targetList or ())[place : place + 1]]
+                target = scope[node.relation.alias.aliasname if node.relation.alias else node.relation.relname]
                 for value in values:
                     if isinstance(_uncast(value), pg.ParamRef):
-                        self.links.join(scope[node.relation.relname], f"${_uncast(value).number}")
+                        self.links.join(target, f"${_uncast(value).number}")
+                    elif _session_column(_uncast(value)) is not None and not select.valuesLists:
+                        self.written.setdefault(id(select), []).append((target, _uncast(value)))
         chain = [*chain, scope]
         for predicate in predicates:
             if not isinstance(predicate, pg.A_Expr) or predicate.name[-1].sval != "=":

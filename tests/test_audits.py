@@ -13,7 +13,7 @@ import pytest
 
 from tools import call as _call, store as _store
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends("single", "citus")]
 
 MAX_RESPONSE_CHARS = 80_000
 

@@ -16,7 +16,7 @@ from mcp import Client
 
 from tools import call as _call, store as _store
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends("single", "citus")]
 
 
 async def _recalled_ids(client: Client, session: str, query: str) -> list[str]:

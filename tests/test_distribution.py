@@ -14,6 +14,7 @@ import asyncpg
 import pytest
 from repository_sql import session_params, statements
 
+from mcp_memory.db import citus
 from mcp_memory.deps import Deps
 
 pytestmark = pytest.mark.anyio
@@ -70,9 +71,8 @@ async def test_every_table_with_session_rows_has_session_in_every_key_and_the_re
     catalog = await _catalog(pg_url)
     session_tables = {row["table"] for row in catalog["tables"] if row["has_session"]}
     others = {row["table"] for row in catalog["tables"] if not row["has_session"]}
-    assert others == set(REFERENCE_TABLES)
-    assert {"memories", "memory_chunks", "memory_terms", "memory_grams", "memory_supersessions", "memory_stats", "audits",
-            "llm_usage", "idempotency_keys"} <= session_tables
+    assert others == set(REFERENCE_TABLES) == set(citus.REFERENCE_TABLES)  # what the server makes reference tables
+    assert session_tables == set(citus.SESSION_TABLES)  # what the server distributes by session (db/citus.py)
 
     keys = {(row["table"], row["index"]): set(row["columns"]) for row in catalog["unique"]}
     assert {table for table, _ in keys} >= session_tables  # each has a primary key
@@ -111,6 +111,10 @@ async def test_every_statement_of_the_repository_reaches_one_session_and_joins_o
         ("SELECT 1 FROM memories a JOIN memory_terms t ON t.session = a.session WHERE a.session = ANY($1::text[])",
          {"$1"}),
         ("INSERT INTO audits (session, kind, detail) VALUES ($1, $2, $3)", {"$1"}),
+        # INSERT ... SELECT: the row goes to the session it was read from (db/postings.py)
+        ("INSERT INTO memory_terms (session, lexeme) SELECT m.session, m.content FROM memories m WHERE m.session = $1",
+         {"$1"}),
+        ("INSERT INTO memory_terms (session, lexeme) SELECT m.session, m.content FROM memories m", None),
         # a join of two sessions, a join on memory_id alone, a filter under OR, no filter at all
         ("SELECT 1 FROM memories a JOIN memories b ON a.content = b.content WHERE a.session = $1 AND b.session = $2",
          {"$1", "$2"}),

@@ -23,8 +23,8 @@ from tools import store
 pytestmark = pytest.mark.anyio
 
 RUN_TIMEOUT_S = 120.0
-CHECKS = ["startup", "postgresql", "pgvector", "extensions", "migrations", "indexes", "vector_cache", "secrets", "auth",
-          "llm"]
+CHECKS = ["startup", "postgresql", "pgvector", "extensions", "migrations", "indexes", "citus", "vector_cache", "secrets",
+          "auth", "llm"]
 
 
 async def _doctor(data_dir: Path, url: str | None, *args: str, **settings: str) -> subprocess.CompletedProcess[bytes]:

@@ -22,7 +22,7 @@ from mcp_memory.errors import InvalidInput
 from mcp_memory.pipeline.store import store
 from mcp_memory.pipeline.validate import new_memory
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends("single", "citus")]
 
 KEY = "4b1f0c6e-retry-key"
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mcp_memory.db import migrate as migrations
+from mcp_memory.db import postings
 from mcp_memory.pipeline.search import CJK_CHARACTERS
 from databases import database_at
 
@@ -174,7 +175,7 @@ def _python_grams(text: str) -> set[str]:
 
 async def test_migration_013_indexes_the_cjk_grams_of_memories_already_stored_and_of_new_ones(pg_url):
     """A database at migration 012 holding a Chinese memory upgrades with its characters and
-    character pairs in memory_grams; later inserts are indexed by the trigger, deletes cascade, and
+    character pairs in memory_grams; later inserts are indexed by db/postings.py, deletes cascade, and
     English text has no rows. The SQL's CJK ranges are the query side's (search._CJK_RUN)."""
     texts = ["王芳换了新手机号：186 5718 1687，旧号已停用。", "Alice moved to Lisbon.",
              "牙 pain; 東京タワーに行った, 서울에서 만나요 and 看牙医 ☕️ 𠀀"]
@@ -197,11 +198,14 @@ async def test_migration_013_indexes_the_cjk_grams_of_memories_already_stored_an
             ids = {}
             for number, text in enumerate(texts[1:], start=1):
                 ids[text] = uuid.uuid4()
-                await connection.execute(
-                    "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, embedding,"
-                    " embedding_model) VALUES ('s', $1, $2, $3, now(), $4::real[]::vector, 'm')",
-                    ids[text], text, bytes([number + 1]), [1.0] + [0.0] * 383,
-                )
+                async with connection.transaction():  # as the repository stores (db/postings.py)
+                    length = await connection.fetchval(
+                        "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, embedding,"
+                        " embedding_model) VALUES ('s', $1, $2, $3, now(), $4::real[]::vector, 'm')"
+                        " RETURNING length(search_text)",
+                        ids[text], text, bytes([number + 1]), [1.0] + [0.0] * 383,
+                    )
+                    await postings.added(connection, "s", ids[text], length)
             grams = {
                 text: {r["gram"] for r in await connection.fetch("SELECT gram FROM memory_grams WHERE memory_id = $1",
                                                                  memory_id)}

@@ -24,7 +24,7 @@ from mcp_memory.deps import Deps
 from mcp_memory.http.app import build_http_app
 from mcp_memory.settings import Settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends("single", "citus")]
 
 ALPHA = "alpha-" + "a" * 40  # team:alpha:*
 ADMIN = "admin-" + "z" * 40  # *

@@ -23,7 +23,7 @@ from mcp_memory.pipeline.validate import new_memory
 
 from tools import store as _store
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends("single", "citus")]
 
 # --- helpers ------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from mcp_memory.deps import Deps
 from mcp_memory.server import build_server
 from mcp_memory.settings import Settings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends("single", "citus")]
 
 
 # --- helpers ------------------------------------------------------------------------------

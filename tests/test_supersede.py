@@ -19,7 +19,7 @@ from mcp_memory.pipeline.supersede import asks_about_past, rank
 from mcp_memory.server import build_server
 from tools import call, store
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends("single", "citus")]
 
 BERLIN = "Alice lives in Berlin, in a flat in Kreuzberg."
 LISBON = "Alice moved from Berlin to Lisbon; she lives in Lisbon now."

@@ -20,7 +20,7 @@ from mcp_memory.access.gate import Caller, Gate
 from mcp_memory.access.scope import ALL_SESSIONS
 from tools import call, store, served
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends("single", "citus")]
 
 BERLIN = "Alice lives in Berlin, in a flat in Kreuzberg."
 LISBON = "Alice moved from Berlin to Lisbon; she lives in Lisbon now."

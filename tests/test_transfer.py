@@ -15,7 +15,7 @@ import pytest
 from processes import MCP_MEMORY, fresh_db, server_env  # noqa: F401 - fresh_db is a fixture
 from tools import call, store
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends("single", "citus")]
 
 RUN_TIMEOUT_S = 120.0
 

@@ -18,7 +18,7 @@ from mcp_memory.access.scope import ALL_SESSIONS, SessionScope
 from mcp_memory.pipeline.usage import reset_usage, usage_stats
 from tools import call, store
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.backends("single", "citus")]
 
 SESSIONS = ("team:a:notes", "team:a:chat", "team:b:notes", "team_a")
 

@@ -10,6 +10,7 @@ import asyncpg
 import pytest
 from pgvector.asyncpg import register_vector
 
+from mcp_memory.db import postings
 from mcp_memory.embedding.vector_cache import VectorCache
 
 pytestmark = pytest.mark.anyio
@@ -80,7 +81,7 @@ async def test_an_insert_that_started_earlier_and_committed_later_is_not_missed(
     late_id, older_id = uuid.uuid4(), uuid.uuid4()
     insert = (
         "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, created_at, embedding,"
-        " embedding_model) VALUES ('s-late', $1, $2, $3, now(), {created_at}, $4, $5)"
+        " embedding_model) VALUES ('s-late', $1, $2, $3, now(), {created_at}, $4, $5) RETURNING length(search_text)"
     )
     connection = await asyncpg.connect(pg_url)
     await register_vector(connection)
@@ -90,19 +91,22 @@ async def test_an_insert_that_started_earlier_and_committed_later_is_not_missed(
         await connection.execute("SELECT now()")  # its created_at is fixed from here
         await _store(client, "s-late", TEXTS[2])  # committed by another writer meanwhile
         await _assert_same_as_postgres(ready, cache, "s-late")
-        await connection.execute(
+        length = await connection.fetchval(
             insert.format(created_at="now()"),
             late_id, TEXTS[0], hashlib.sha256(TEXTS[0].encode()).digest(), late, ready.embedder.model,
         )
+        await postings.added(connection, "s-late", late_id, length)  # as the repository stores
         await transaction.commit()
         hits = await _assert_same_as_postgres(ready, cache, "s-late")
         assert hits[0][0] == str(late_id)
         assert (cache.loads, cache.appends) == (1, 1)
 
-        await connection.execute(  # committed now, but started (so it says) a minute ago
-            insert.format(created_at="now() - interval '1 minute'"),
-            older_id, TEXTS[3], hashlib.sha256(TEXTS[3].encode()).digest(), older, ready.embedder.model,
-        )
+        async with connection.transaction():  # committed now, but started (so it says) a minute ago
+            length = await connection.fetchval(
+                insert.format(created_at="now() - interval '1 minute'"),
+                older_id, TEXTS[3], hashlib.sha256(TEXTS[3].encode()).digest(), older, ready.embedder.model,
+            )
+            await postings.added(connection, "s-late", older_id, length)
     finally:
         await connection.close()
     vectors = await ready.embedder.embed_batch([TEXTS[3]])
@@ -144,7 +148,9 @@ async def test_a_truncated_and_refilled_session_is_not_taken_for_the_old_one(cli
     await _assert_same_as_postgres(ready, cache, "s-trunc")
     connection = await asyncpg.connect(pg_url)
     try:
-        await connection.execute("TRUNCATE memories, memory_chunks, memory_terms, memory_grams, memory_supersessions")
+        await connection.execute(
+            "TRUNCATE memories, memory_chunks, memory_terms, memory_grams, memory_supersessions, memory_stats"
+        )
     finally:
         await connection.close()
     refilled = [await _store(client, "s-trunc", text) for text in TEXTS[3:6]]

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from pgvector.asyncpg import register_vector
 
+from mcp_memory.db import postings
 from mcp_memory.models import NewMemory
 from mcp_memory.embedding.vector_cache import VectorCache
 from databases import database_at
@@ -22,6 +23,15 @@ pytestmark = pytest.mark.anyio
 
 DIM = 384
 RNG = np.random.default_rng(7)
+
+
+# What migration 014 asks of an operator who changed memories or windows by hand: count the sessions again.
+RECOUNT = (
+    "DELETE FROM memory_stats WHERE session IN ({sessions});"
+    " INSERT INTO memory_stats (session, n, total_length, changes)"
+    " SELECT session, count(*), sum(length(search_text)), count(*) FROM memories WHERE session IN ({sessions})"
+    " GROUP BY session"
+)
 
 
 def unit(seed: int | None = None, near: np.ndarray | None = None, cos: float | None = None) -> np.ndarray:
@@ -61,11 +71,13 @@ def ids(hits):
 async def _insert_raw(connection, session, vector, model, created_at="now()"):
     mid = uuid.uuid4()
     content = f"raw {mid}"
-    await connection.execute(
+    length = await connection.fetchval(  # with its derived rows, as the repository stores (db/postings.py)
         "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, created_at, embedding,"
-        f" embedding_model) VALUES ($1, $2, $3, $4, now(), {created_at}, $5, $6)",
+        f" embedding_model) VALUES ($1, $2, $3, $4, now(), {created_at}, $5, $6) RETURNING length(search_text)",
         session, mid, content, hashlib.sha256(content.encode()).digest(), vector, model,
     )
+    if await connection.fetchval("SELECT count(*) FROM schema_migrations WHERE version = 14"):
+        await postings.added(connection, session, mid, length)  # before migration 014 the triggers do it
     return str(mid)
 
 
@@ -85,7 +97,7 @@ async def test_truncate_then_late_commit_then_store_drops_the_truncated_memory(c
         await late.execute("SELECT now()")  # created_at fixed before X's
         x = await put(repo, "s-t", [unit(near=q, cos=0.9)])
         assert ids((await cache.nearest(repo, "s-t", [q], 5, 800))[0]) == [x]  # copy {X}: n=1 changes=1
-        await admin.execute("TRUNCATE memories, memory_chunks, memory_terms, memory_grams, memory_supersessions")
+        await admin.execute("TRUNCATE memories, memory_chunks, memory_terms, memory_grams, memory_supersessions, memory_stats")
         y = await _insert_raw(late, "s-t", unit(near=q, cos=0.5), model)
         await tx.commit()  # n=1 changes=1 again
         z = await put(repo, "s-t", [unit(near=q, cos=0.3)])  # n=2 changes=2; delta since X = {Z}
@@ -108,7 +120,7 @@ async def test_truncate_and_restore_with_original_created_at_reloads_the_copy(cl
     admin = await asyncpg.connect(pg_url)
     await register_vector(admin)
     try:
-        await admin.execute("TRUNCATE memories, memory_chunks, memory_terms, memory_grams, memory_supersessions")
+        await admin.execute("TRUNCATE memories, memory_chunks, memory_terms, memory_grams, memory_supersessions, memory_stats")
         for cos in (0.7, 0.6):  # two rows from the backup, created last year
             await _insert_raw(admin, "s-r", unit(near=q, cos=cos), model, "now() - interval '1 year'")
     finally:
@@ -136,6 +148,7 @@ async def test_memories_moved_into_a_session_count_as_changes(client, deps, pg_u
         await admin.execute("UPDATE memories SET session = 's-m' WHERE memory_id = $1", uuid.UUID(w_old))
         await admin.execute("DELETE FROM memories WHERE memory_id = $1", uuid.UUID(x1))
         await admin.execute("UPDATE memories SET session = 's-m' WHERE memory_id = $1", uuid.UUID(w_new))
+        await admin.execute(RECOUNT.format(sessions="'s-m', 'other'"))  # the step of migration 014
     finally:
         await admin.close()
     held = ids((await cache.nearest(repo, "s-m", [q], 5, 800))[0])

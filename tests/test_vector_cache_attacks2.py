@@ -15,12 +15,22 @@ import numpy as np
 import pytest
 from pgvector.asyncpg import register_vector
 
+from mcp_memory.db import postings
 from mcp_memory.errors import DatabaseUnavailable, EmbeddingError
 from mcp_memory.embedding.vector_cache import VectorCache
 
 pytestmark = pytest.mark.anyio
 
 DIM = 384
+
+
+# What migration 014 asks of an operator who changed memories or windows by hand: count the sessions again.
+RECOUNT = (
+    "DELETE FROM memory_stats WHERE session IN ({sessions});"
+    " INSERT INTO memory_stats (session, n, total_length, changes)"
+    " SELECT session, count(*), sum(length(search_text)), count(*) FROM memories WHERE session IN ({sessions})"
+    " GROUP BY session"
+)
 
 
 def unit(rng: np.random.Generator) -> np.ndarray:
@@ -31,12 +41,13 @@ def unit(rng: np.random.Generator) -> np.ndarray:
 async def raw_insert(conn, session, vectors, model, created_at="now()", occurred_at=None) -> str:
     mid = uuid.uuid4()
     content = f"raw {mid}"
-    await conn.execute(
+    length = await conn.fetchval(  # with its derived rows, as the repository stores (db/postings.py)
         "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, created_at, embedding,"
-        f" embedding_model) VALUES ($1, $2, $3, $4, $5, {created_at}, $6, $7)",
+        f" embedding_model) VALUES ($1, $2, $3, $4, $5, {created_at}, $6, $7) RETURNING length(search_text)",
         session, mid, content, hashlib.sha256(content.encode()).digest(),
         occurred_at or datetime.now(UTC), vectors[0], model,
     )
+    await postings.added(conn, session, mid, length)
     for no, vec in enumerate(vectors[1:], 1):
         await conn.execute("INSERT INTO memory_chunks VALUES ($1, $2, $3, $4)", session, mid, no, vec)
     return str(mid)
@@ -190,8 +201,8 @@ async def test_an_embedding_failure_in_search_is_logged_with_its_cause(client, d
 
 
 async def test_chunk_rows_removed_without_their_memory_are_seen(client, deps, pg_url):
-    """memory_chunks has no stats trigger: deleting (or TRUNCATE-ing) windows alone leaves the
-    session's version as it was, and the copy keeps ranking memories by windows that are gone."""
+    """Windows deleted by hand, then the session's memory_stats row (what migration 014 asks of an
+    operator who changes rows by hand): the copy is read again instead of ranking by windows that are gone."""
     ready = await deps.ready()
     repo, model = ready.repository, ready.embedder.model
     rng = np.random.default_rng(8)
@@ -204,6 +215,7 @@ async def test_chunk_rows_removed_without_their_memory_are_seen(client, deps, pg
         await raw_insert(admin, "s-ch", [unit(rng)], model)
         await same_as_postgres(repo, cache, "s-ch", [q], 1)
         await admin.execute("DELETE FROM memory_chunks WHERE session = 's-ch'")
+        await admin.execute(RECOUNT.format(sessions="'s-ch'"))  # the step of migration 014
     finally:
         await admin.close()
     held = await cache.nearest(repo, "s-ch", [q], 1, 800)

@@ -14,7 +14,7 @@ from typing import Any
 
 import asyncpg
 
-__all__ = ["HealthQueries", "VectorSessions"]
+__all__ = ["CitusLayout", "HealthQueries", "VectorSessions"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,16 @@ class VectorSessions:
     memories: int
     vectors: int
     largest_vectors: int
+
+
+@dataclass(frozen=True)
+class CitusLayout:
+    """A Citus coordinator's view: its version, its active primary workers (``host:port``), and per
+    table of ours ``(type, distribution column, colocation id)`` as ``citus_tables`` shows them."""
+
+    version: str
+    workers: list[str]
+    tables: dict[str, tuple[str, str, int]]
 
 
 class HealthQueries:
@@ -71,3 +81,24 @@ class HealthQueries:
             "  ON k.session = s.session"
             " WHERE s.n > 0 AND s.n <= $1", exact_max))  # a session emptied keeps its row, with n = 0 (006)
         return VectorSessions(int(row["sessions"]), int(row["memories"]), int(row["vectors"]), int(row["largest"]))
+
+    async def citus_layout(self) -> CitusLayout | None:
+        """The Citus layout of the database, or None when it has no citus extension."""
+
+        async def read(connection: asyncpg.Connection) -> CitusLayout | None:
+            if not await connection.fetchval("SELECT 1 FROM pg_extension WHERE extname = 'citus'"):
+                return None
+            version = await connection.fetchval("SELECT citus_version()")
+            workers = await connection.fetch(
+                "SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 AND noderole = 'primary' AND isactive"
+                " ORDER BY nodeid")
+            tables = await connection.fetch(
+                "SELECT table_name::text AS name, citus_table_type AS kind, distribution_column AS column_name,"
+                " colocation_id FROM citus_tables ORDER BY 1")
+            return CitusLayout(
+                str(version).split(" on ")[0].removeprefix("Citus "),  # "Citus 14.0.1 on x86_64-..., 64-bit"
+                [f"{row['nodename']}:{row['nodeport']}" for row in workers],
+                {row["name"]: (row["kind"], row["column_name"], int(row["colocation_id"])) for row in tables},
+            )
+
+        return await self._run(read)

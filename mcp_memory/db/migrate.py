@@ -12,6 +12,7 @@ from importlib import resources
 
 import asyncpg
 
+from mcp_memory.db import citus
 from mcp_memory.errors import SchemaError
 
 __all__ = ["MIN_PGVECTOR", "migrate", "packaged_migrations", "version_tuple"]
@@ -45,13 +46,19 @@ def version_tuple(text: str) -> tuple[int, ...]:
     return _version(text)
 
 
-async def migrate(url: str, model: str, dim: int) -> None:
-    """Create the extensions and tables, then check that the stored model matches ``model``.
+async def migrate(url: str, model: str, dim: int, distribute: bool = True) -> bool:
+    """Create the extensions and tables, distribute them on Citus, then check that the stored model
+    matches ``model``.
 
     Args:
         url: PostgreSQL URL.
         model: embedding model name the server will use.
         dim: its vector length.
+        distribute: on a database with the citus extension, distribute every table not yet
+            distributed (db/citus.py); False leaves that to the operator.
+
+    Returns:
+        Whether the database has the citus extension (the pool then sets ``citus.pool_settings``).
 
     Raises:
         SchemaError: pgvector is missing or older than 0.8.4, or the database holds vectors
@@ -74,7 +81,10 @@ async def migrate(url: str, model: str, dim: int) -> None:
                 logger.info("applying migration %s", name)
                 await connection.execute(sql.replace("{dim}", str(int(dim))))
                 await connection.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name)
+            if distribute and (tables := await citus.distribute(connection)):
+                logger.info("citus: distributed by session or made reference tables: %s", ", ".join(tables))
             await _check_embedding_model(connection, model, dim)
+            return await citus.has_citus(connection)
     finally:
         await connection.close()
 

@@ -30,13 +30,15 @@ async def _reset_connection(connection: asyncpg.Connection) -> None:
     """
 
 
-async def open_pool(url: str, min_size: int, max_size: int, statement_timeout_ms: int = 0) -> asyncpg.Pool:
+async def open_pool(
+    url: str, min_size: int, max_size: int, statement_timeout_ms: int = 0, settings: dict[str, str] | None = None
+) -> asyncpg.Pool:
     """Open a pool to ``url``; every new connection (also after a reconnect) gets the vector codec.
 
     Call it after the vector extension exists (see ``migrate.ensure_extensions``).
     ``statement_timeout_ms``: PostgreSQL's ``statement_timeout`` on every pooled connection (0:
     none), so no statement of a tool call runs longer than that; migrations use connections of
-    their own.
+    their own. ``settings``: more PostgreSQL settings for every connection (``citus.pool_settings``).
 
     Raises:
         DatabaseUnavailable: the server cannot be reached.
@@ -45,7 +47,7 @@ async def open_pool(url: str, min_size: int, max_size: int, statement_timeout_ms
         return await asyncpg.create_pool(
             url, min_size=min_size, max_size=max_size, init=_init_connection, reset=_reset_connection,
             command_timeout=60, timeout=CONNECT_TIMEOUT_S,
-            server_settings={"statement_timeout": f"{int(statement_timeout_ms)}ms"},
+            server_settings={"statement_timeout": f"{int(statement_timeout_ms)}ms", **(settings or {})},
         )
     except (OSError, asyncpg.PostgresError) as exc:
         raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {exc}") from exc

@@ -25,6 +25,7 @@ import asyncpg
 import numpy as np
 
 from mcp_memory.errors import DatabaseUnavailable, StatementTimeout
+from mcp_memory.db import postings
 from mcp_memory.db.browse import BrowseQueries
 from mcp_memory.db.chronology import ChronologyQueries
 from mcp_memory.db.expansion import ExpansionQueries
@@ -135,7 +136,8 @@ class Repository(
                     "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, metadata,"
                     " importance, embedding, embedding_model)"
                     " VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8, $9)"
-                    " ON CONFLICT (session, content_hash) DO NOTHING RETURNING memory_id, occurred_at",
+                    " ON CONFLICT (session, content_hash) DO NOTHING"
+                    " RETURNING memory_id, occurred_at, length(search_text) AS length",
                     memory.session,
                     uuid.uuid4(),
                     memory.content,
@@ -154,6 +156,7 @@ class Repository(
                     )
                     stored = StoredRow(str(existing["memory_id"]), existing["occurred_at"], True, [])
                 else:
+                    await postings.added(connection, memory.session, row["memory_id"], row["length"])
                     if len(embeddings) > 1:
                         await connection.executemany(
                             "INSERT INTO memory_chunks (session, memory_id, chunk_no, embedding)"
@@ -196,16 +199,21 @@ class Repository(
             (deleted, current_again): False when the session has no such memory; the memories it
             had superseded, which are current again.
         """
-        row = await self._run(
-            lambda c: c.fetchrow(
-                "WITH gone AS (DELETE FROM memories WHERE session = $1 AND memory_id = $2::uuid RETURNING 1)"
-                " SELECT (SELECT count(*) FROM gone) AS deleted, (SELECT coalesce(array_agg(memory_id::text"
-                "  ORDER BY memory_id), '{}') FROM memory_supersessions WHERE session = $1 AND superseded_by = $2::uuid"
-                "  AND EXISTS (SELECT 1 FROM gone)) AS current_again",
-                session,
-                memory_id,
-            )
-        )
+        async def work(connection: asyncpg.Connection) -> asyncpg.Record:
+            async with connection.transaction():
+                row = await connection.fetchrow(
+                    "WITH gone AS (DELETE FROM memories WHERE session = $1 AND memory_id = $2::uuid"
+                    "  RETURNING length(search_text) AS length)"
+                    " SELECT (SELECT count(*) FROM gone) AS deleted, (SELECT coalesce(sum(length), 0) FROM gone) AS length,"
+                    " (SELECT coalesce(array_agg(memory_id::text ORDER BY memory_id), '{}') FROM memory_supersessions"
+                    "  WHERE session = $1 AND superseded_by = $2::uuid AND EXISTS (SELECT 1 FROM gone)) AS current_again",
+                    session,
+                    memory_id,
+                )
+                await postings.removed(connection, session, row["deleted"], row["length"])
+                return row
+
+        row = await self._run(work)
         return row["deleted"] > 0, list(row["current_again"])
 
     async def delete_session(self, session: str) -> int:
@@ -216,15 +224,17 @@ class Repository(
         command timeout (60 s) still bounds the wait.
         """
 
-        async def work(connection: asyncpg.Connection) -> str:
+        async def work(connection: asyncpg.Connection) -> int:
             async with connection.transaction():
                 await connection.execute("SET LOCAL statement_timeout = 0")
-                return await connection.execute(
-                    "WITH keys AS (DELETE FROM idempotency_keys WHERE session = $1) "
-                    "DELETE FROM memories WHERE session = $1", session)
+                row = await connection.fetchrow(
+                    "WITH keys AS (DELETE FROM idempotency_keys WHERE session = $1),"
+                    " gone AS (DELETE FROM memories WHERE session = $1 RETURNING length(search_text) AS length)"
+                    " SELECT count(*) AS deleted, coalesce(sum(length), 0) AS length FROM gone", session)
+                await postings.removed(connection, session, row["deleted"], row["length"])
+                return row["deleted"]
 
-        status = await self._run(work)
-        return int(status.split()[-1])
+        return await self._run(work)
 
     async def count(self, session: str) -> int:
         """Number of memories in ``session``."""

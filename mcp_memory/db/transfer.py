@@ -18,6 +18,7 @@ import asyncpg
 import numpy as np
 
 from mcp_memory.access.scope import SessionScope
+from mcp_memory.db import postings
 from mcp_memory.db.usage import _scope_args
 
 __all__ = ["ImportRow", "TransferQueries"]
@@ -129,17 +130,19 @@ class TransferQueries:
             inserted: list[str] = []
             async with connection.transaction():
                 for row in rows:
-                    stored = await connection.fetchval(
+                    inserted_row = await connection.fetchrow(
                         "INSERT INTO memories (session, memory_id, content, content_hash, occurred_at, created_at,"
                         " metadata, importance, embedding, embedding_model)"
                         " VALUES ($1, $2::uuid, $3, $4, $5, $6, $7::jsonb, $8, $9, $10)"
-                        " ON CONFLICT DO NOTHING RETURNING memory_id::text",
+                        " ON CONFLICT DO NOTHING RETURNING memory_id::text, length(search_text) AS length",
                         row.session, row.memory_id, row.content, row.content_hash, row.occurred_at,
                         row.created_at, json.dumps(row.metadata, ensure_ascii=False), row.importance,
                         row.embeddings[0], self._model,
                     )
-                    if stored is None:
+                    if inserted_row is None:
                         continue
+                    stored = inserted_row["memory_id"]
+                    await postings.added(connection, row.session, stored, inserted_row["length"])
                     inserted.append(stored)
                     if len(row.embeddings) > 1:
                         await connection.executemany(
@@ -164,22 +167,24 @@ class TransferQueries:
         """Record (session, memory_id, superseded_by, superseded_at, source) links whose two
         memories both exist and whose memory is not marked already; returns how many were recorded.
 
-        One statement per session, as ``existing``.
+        One statement per session, as ``existing``. The rows recorded are counted from RETURNING, not
+        from the command tag: on Citus an INSERT ... SELECT runs through the coordinator, whose tag
+        counts the rows selected, also those ON CONFLICT DO NOTHING skipped.
         """
         recorded = 0
         for session, places in _by_session(link[0] for link in links).items():
-            status = await self._run(
-                lambda c, session=session, places=places: c.execute(
+            rows = await self._run(
+                lambda c, session=session, places=places: c.fetch(
                     "INSERT INTO memory_supersessions (session, memory_id, superseded_by, superseded_at, source)"
                     " SELECT $1, t.id, t.successor, t.at, t.source"
                     " FROM unnest($2::uuid[], $3::uuid[], $4::timestamptz[], $5::text[]) AS t(id, successor, at, source)"
                     " WHERE EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.memory_id = t.id)"
                     " AND EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.memory_id = t.successor)"
-                    " ON CONFLICT DO NOTHING",
+                    " ON CONFLICT DO NOTHING RETURNING 1",
                     session, *[[links[i][column] for i in places] for column in range(1, 5)],
                 )
             )
-            recorded += int(status.split()[-1])
+            recorded += len(rows)
         return recorded
 
 
