@@ -2,7 +2,7 @@
 
 Usage::
 
-    MCP_MEMORY_CITUS_SOURCE=../shared/vendor/citus-14.0.1.tar.gz \\
+    CITUS_SOURCE_TARBALL=../shared/vendor/citus-14.0.1.tar.gz \\
         python -m benchmarks.citus --data-dir /tmp/mcpm-citus --count 600 --requests 300
 
 Two ``mcp-memory serve --transport http`` processes: ``single`` on its embedded PostgreSQL, and

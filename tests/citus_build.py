@@ -5,7 +5,7 @@ builds against it. The installation is copied first (never written into site-pac
 built into the copy, and the copy is cached under ``~/.cache/mcp-memory/citus/<key>/``, keyed by the
 tarball's sha256 and the PostgreSQL version, so a second run does not build again.
 
-Run ``python tests/citus_build.py`` (with ``MCP_MEMORY_CITUS_SOURCE`` naming the Citus source tarball)
+Run ``python tests/citus_build.py`` (with ``CITUS_SOURCE_TARBALL`` naming the Citus source tarball)
 to build ahead of the tests; it prints the cached installation's folder.
 """
 
@@ -22,7 +22,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-SOURCE_VARIABLE = "MCP_MEMORY_CITUS_SOURCE"
+SOURCE_VARIABLE = "CITUS_SOURCE_TARBALL"
 # gcc 12 refuses this flag, which the embedded build's CFLAGS carry (clang's, taken over by pg_config).
 REFUSED_FLAG = "-Wmissing-variable-declarations"
 

@@ -109,7 +109,7 @@ def single_pg_url(work_dir: Path) -> Iterator[str]:
 @pytest.fixture(scope="session")
 async def citus_cluster(work_dir: Path) -> AsyncIterator[Cluster]:
     """A Citus coordinator and two workers (tests/citus_cluster.py), built from
-    ``MCP_MEMORY_CITUS_SOURCE`` once and cached (tests/citus_build.py).
+    ``CITUS_SOURCE_TARBALL`` once and cached (tests/citus_build.py).
 
     Without the variable the tests that need it skip, saying how to run them; with
     ``REQUIRE_CITUS_TESTS=1`` (``.ci/run``) they fail instead.
