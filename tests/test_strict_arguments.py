@@ -59,7 +59,7 @@ async def test_list_audits_refuses_a_kind_that_only_looks_like_json(client, kind
     text = await _error(client, "list_audits", {"session": "s", "kind": kind})
 
     assert text == ("Error executing tool list_audits: kind: must be one of recall, delete, delete_session, "
-                    f"supersede; got {kind!r}")
+                    f"supersede, redact; got {kind!r}")
 
 
 async def test_memory_id_null_is_a_bad_memory_id_not_a_missing_one(client, pg_url):

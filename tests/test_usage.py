@@ -70,7 +70,7 @@ async def test_no_session_name_reads_or_writes_the_usage_bookkeeping(client, dep
         assert (await call(client, "list_audits", {"session": session}))["audits"] == [], session
     refused = await client.call_tool("list_audits", {"session": "mcp-memory/usage", "kind": "usage_reset"})
     assert refused.is_error
-    assert "kind: must be one of recall, delete, delete_session, supersede; got 'usage_reset'" in refused.content[0].text
+    assert "kind: must be one of recall, delete, delete_session, supersede, redact; got 'usage_reset'" in refused.content[0].text
 
     # A client storing into the name that used to hold resets changes no bookkeeping, and a reset no memory.
     await store(client, "mcp-memory/usage", "not a usage record")
