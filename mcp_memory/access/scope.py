@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["ALL_SESSIONS", "SessionScope"]
+from mcp_memory.errors import ConfigError
+
+__all__ = ["ALL_SESSIONS", "SessionScope", "command_scope"]
 
 
 @dataclass(frozen=True)
@@ -67,3 +69,18 @@ class SessionScope:
 
 
 ALL_SESSIONS = SessionScope(everything=True)
+
+
+def command_scope(session: str | None, sessions_like: str | None, everything: bool) -> SessionScope:
+    """The sessions a command (export, redact) names with ``--session``, ``--sessions-like`` or ``--all``.
+
+    Raises:
+        ConfigError: ``--session`` holds a pattern, or ``--sessions-like`` is not a valid one.
+    """
+    if session is not None and "*" in session:
+        raise ConfigError("--session takes an exact name; use --sessions-like for a pattern")
+    pattern = "*" if everything else session if session is not None else sessions_like
+    try:
+        return SessionScope.parse([pattern or ""])
+    except ValueError as exc:
+        raise ConfigError(f"--sessions-like: {exc}") from None

@@ -18,10 +18,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_memory.access.scope import SessionScope
+from mcp_memory.access.scope import SessionScope, command_scope
 from mcp_memory.db.repository import Repository
 from mcp_memory.deps import Deps, Ready
-from mcp_memory.errors import ConfigError
 from mcp_memory.models import Redaction
 from mcp_memory.pipeline.audit import record
 from mcp_memory.privacy.redact import screen, screen_metadata
@@ -108,16 +107,6 @@ async def redact_stored(ready: Ready, scope: SessionScope, dry_run: bool = False
     return summary
 
 
-def _scope(session: str | None, sessions_like: str | None, everything: bool) -> SessionScope:
-    if session is not None and "*" in session:
-        raise ConfigError("--session takes an exact name; use --sessions-like for a pattern")
-    pattern = "*" if everything else session if session is not None else sessions_like
-    try:
-        return SessionScope.parse([pattern or ""])
-    except ValueError as exc:
-        raise ConfigError(f"--sessions-like: {exc}") from None
-
-
 async def run_redact(settings: Settings, session: str | None, sessions_like: str | None, everything: bool,
                      dry_run: bool) -> None:
     """``mcp-memory redact``: the summary as JSON on stdout, one line on stderr.
@@ -125,7 +114,7 @@ async def run_redact(settings: Settings, session: str | None, sessions_like: str
     Raises:
         ConfigError: a bad session pattern.
     """
-    scope = _scope(session, sessions_like, everything)
+    scope = command_scope(session, sessions_like, everything)
     deps = Deps(settings)
     try:
         await deps.start()

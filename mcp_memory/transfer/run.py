@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcp_memory.access.scope import SessionScope
+from mcp_memory.access.scope import command_scope
 from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError, InvalidInput
 from mcp_memory.pipeline.validate import check_session
@@ -23,16 +23,6 @@ __all__ = ["add_transfer_commands", "run_export", "run_import"]
 logger = logging.getLogger(__name__)
 
 
-def _scope(session: str | None, sessions_like: str | None, everything: bool) -> SessionScope:
-    if session is not None and "*" in session:
-        raise ConfigError("--session takes an exact name; use --sessions-like for a pattern")
-    pattern = "*" if everything else session if session is not None else sessions_like
-    try:
-        return SessionScope.parse([pattern or ""])
-    except ValueError as exc:
-        raise ConfigError(f"--sessions-like: {exc}") from None
-
-
 async def run_export(settings: Settings, session: str | None, sessions_like: str | None, everything: bool,
                      output: Path | None) -> None:
     """Export the chosen sessions to ``output`` (stdout when None).
@@ -40,7 +30,7 @@ async def run_export(settings: Settings, session: str | None, sessions_like: str
     Raises:
         ConfigError: a bad session pattern, or ``output`` cannot be written.
     """
-    scope = _scope(session, sessions_like, everything)
+    scope = command_scope(session, sessions_like, everything)
     try:
         out = sys.stdout if output is None else output.open("w", encoding="utf-8")
     except OSError as exc:
