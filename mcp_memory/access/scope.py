@@ -12,12 +12,13 @@ or from the operator's config (stdio), never from anything a tool argument says.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mcp_memory.errors import ConfigError
 
-__all__ = ["ALL_SESSIONS", "SessionScope", "command_scope"]
+__all__ = ["ALL_SESSIONS", "SessionScope", "add_scope_arguments", "command_scope"]
 
 
 @dataclass(frozen=True)
@@ -84,3 +85,12 @@ def command_scope(session: str | None, sessions_like: str | None, everything: bo
         return SessionScope.parse([pattern or ""])
     except ValueError as exc:
         raise ConfigError(f"--sessions-like: {exc}") from None
+
+
+def add_scope_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--session``, ``--sessions-like`` and ``--all`` (one of them required), read by ``command_scope``."""
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--session", help="one session, by its exact name")
+    which.add_argument("--sessions-like", metavar="PATTERN",
+                       help="sessions by pattern: an exact name or a prefix ending in '*' (team:*)")
+    which.add_argument("--all", action="store_true", help="every session")

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp_memory.access.scope import SessionScope, command_scope
+from mcp_memory.access.scope import SessionScope, add_scope_arguments, command_scope
 from mcp_memory.db.repository import Repository
 from mcp_memory.deps import Deps, Ready
 from mcp_memory.models import Redaction
@@ -136,9 +136,5 @@ def add_redact_command(commands: Any, common: argparse.ArgumentParser) -> None:
         "secret by [redacted: <kind>], embed and index the memory again, and write a redact audit row naming "
         "the kinds and positions (never the values). A memory whose redacted text another memory of its "
         "session already has is deleted (merged). The summary as JSON on stdout. See docs/privacy.md.")
-    which = redact.add_mutually_exclusive_group(required=True)
-    which.add_argument("--session", help="one session, by its exact name")
-    which.add_argument("--sessions-like", metavar="PATTERN",
-                       help="sessions by pattern: an exact name or a prefix ending in '*' (team:*)")
-    which.add_argument("--all", action="store_true", help="every session")
+    add_scope_arguments(redact)
     redact.add_argument("--dry-run", action="store_true", help="find and count; change nothing")

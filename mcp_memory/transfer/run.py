@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcp_memory.access.scope import command_scope
+from mcp_memory.access.scope import add_scope_arguments, command_scope
 from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError, InvalidInput
 from mcp_memory.pipeline.validate import check_session
@@ -82,11 +82,7 @@ def add_transfer_commands(commands: Any, common: argparse.ArgumentParser) -> Non
                                  "then one memory a line)", description="Write memories as JSON Lines: a header "
                                  "line, then one memory a line in storage order, streamed from the database (the "
                                  "embedded one starts if no server runs). See docs/operations.md, Export and import.")
-    which = export.add_mutually_exclusive_group(required=True)
-    which.add_argument("--session", help="one session, by its exact name")
-    which.add_argument("--sessions-like", metavar="PATTERN",
-                       help="sessions by pattern: an exact name or a prefix ending in '*' (team:*)")
-    which.add_argument("--all", action="store_true", help="every session")
+    add_scope_arguments(export)
     export.add_argument("-o", "--output", type=Path, default=None, help="file to write (default: stdout)")
     load = commands.add_parser("import", parents=[common], help="read an mcp-memory export back in, or memories "
                                "from elsewhere (idempotent)",
