@@ -1,20 +1,87 @@
-"""Fusion: merge ranked lists by memory_id with Reciprocal Rank Fusion, then adjust.
+"""The fuse stage: merge the search stage's ranked lists into one ranking of candidates.
+
+``fuse`` is the stage's entry: RRF over the lists, pseudo-relevance feedback (a list of its own,
+then RRF again), neighbour spreading, the fetch of the pool's rows, recency/importance
+adjustment and the no-LLM newer-over-older rule. The rest of this module is its pure parts.
 
 RRF (Cormack, Clarke and Buettcher, "Reciprocal Rank Fusion outperforms Condorcet and
 individual Rank Learning Methods", SIGIR 2009): ``score(d) = sum_l w_l / (k + rank_l(d))``
-with 1-based ranks and k = 60. Pure functions; ties break by memory_id so equal scores
-always come out in the same order.
+with 1-based ranks and k = 60. Ties break by memory_id so equal scores always come out in the
+same order.
+
+Failure policy: a database error while expanding, spreading or fetching propagates
+(``DatabaseUnavailable``); the stage has no fallback of its own.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
+from mcp_memory.deps import Ready
 from mcp_memory.models import Candidate
+from mcp_memory.pipeline.expand import expand
+from mcp_memory.pipeline.implicit_updates import order_updates
+from mcp_memory.settings import RecallSettings
 
-__all__ = ["adjust", "is_rewrite", "list_kind", "rrf", "spread"]
+__all__ = ["Fused", "adjust", "fuse", "is_rewrite", "list_kind", "rrf", "spread"]
+
+
+@dataclass(frozen=True)
+class Fused:
+    """The fuse stage's result.
+
+    Attributes:
+        candidates: the pool (``max(2 * top_k, top_k + 10)`` deep), best first, scores adjusted.
+        lists: the search stage's lists plus ``prf`` when feedback ran (what the audit shows).
+    """
+
+    candidates: list[Candidate]
+    lists: dict[str, list[str]]
+
+
+async def fuse(
+    ready: Ready, session: str, query: str, lists: Mapping[str, list[str]], tuning: RecallSettings, top_k: int
+) -> Fused:
+    """Fuse ``lists`` into the candidate pool of ``session`` for ``query``.
+
+    Steps, each off when its weight or setting is 0: RRF over the lists; pseudo-relevance
+    feedback (``prf_memories``), fused in as the ``prf`` list; neighbour spreading from the
+    top ``neighbor_anchors`` (in-process copies when present, else PostgreSQL); the fetch of the
+    pool's rows; ``adjust`` (half-life, importance); ``order_updates`` (``implicit_updates``).
+    """
+    lists = dict(lists)
+    weights = {
+        "vector": tuning.vector_weight,
+        "keyword": tuning.keyword_weight,
+        "trigram": tuning.trigram_weight,
+        "bigram": tuning.bigram_weight,
+        "recent": tuning.recent_weight,
+        "window": tuning.window_weight,
+        "entity": tuning.entity_weight,
+        "prf": tuning.prf_weight,
+    }
+    fused = rrf(lists, weights, tuning.rrf_k, tuning.rewrite_weight)
+    if tuning.prf_memories and fused and (feedback := await expand(ready.repository, session, query, fused, tuning)):
+        lists["prf"] = feedback
+        fused = rrf(lists, weights, tuning.rrf_k, tuning.rewrite_weight)
+    if tuning.neighbor_weight > 0 and fused:
+        anchors = [memory_id for memory_id, _ in fused[: tuning.neighbor_anchors]]
+        neighbours = ready.vectors.neighbours(session, anchors, tuning.neighbor_span, tuning.neighbor_max_gap_s)
+        if neighbours is None:  # no in-process copy of this session
+            neighbours = await ready.repository.neighbours(
+                session, anchors, tuning.neighbor_span, tuning.neighbor_max_gap_s
+            )
+        fused = spread(fused, neighbours, tuning.neighbor_weight, tuning.neighbor_aggregate)
+    pool = fused[: max(top_k * 2, top_k + 10)]
+    rows = await ready.repository.fetch(session, [memory_id for memory_id, _ in pool])
+    candidates = [rows[i].model_copy(update={"score": s}) for i, s in pool if i in rows]
+    candidates = adjust(candidates, datetime.now(UTC), tuning.half_life_days, tuning.importance_weight)
+    if tuning.implicit_updates:
+        candidates = await order_updates(ready, session, query, candidates)
+    return Fused(candidates, lists)
 
 
 def list_kind(name: str) -> str:

@@ -8,24 +8,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
+from mcp_memory.deps import Ready
+from mcp_memory.models import Candidate, RecalledMemory, RecallResult
 from mcp_memory.pipeline.answer import answer
 from mcp_memory.pipeline.audit import record
-from mcp_memory.deps import Ready
-from mcp_memory.pipeline.expand import expand
-from mcp_memory.pipeline.fuse import adjust, rrf, spread
-from mcp_memory.pipeline.implicit_updates import order_updates
-from mcp_memory.models import Candidate, RecallResult, RecalledMemory
+from mcp_memory.pipeline.fuse import fuse
 from mcp_memory.pipeline.plan import plan_query
-from mcp_memory.privacy.redact import redact
 from mcp_memory.pipeline.rerank import rerank
 from mcp_memory.pipeline.search import search
 from mcp_memory.pipeline.supersede import prefer_current
 from mcp_memory.pipeline.validate import check_session, check_text, check_top_k
+from mcp_memory.privacy.redact import redact
 
 __all__ = ["recall", "trace"]
 
@@ -136,35 +133,8 @@ async def trace(
     depth = tuning.model_copy(update={"vector_candidates": max(tuning.vector_candidates, top_k)})
     searched = await search(ready.repository, ready.vectors, session, plan, _first_windows(ready), depth)
     clock.split("embed", "search", searched.embed_ms)
-    lists = searched.lists
-
-    weights = {
-        "vector": tuning.vector_weight,
-        "keyword": tuning.keyword_weight,
-        "trigram": tuning.trigram_weight,
-        "bigram": tuning.bigram_weight,
-        "recent": tuning.recent_weight,
-        "window": tuning.window_weight,
-        "entity": tuning.entity_weight,
-        "prf": tuning.prf_weight,
-    }
-    fused = rrf(lists, weights, tuning.rrf_k, tuning.rewrite_weight)
-    if tuning.prf_memories and fused and (feedback := await expand(ready.repository, session, query, fused, tuning)):
-        lists["prf"] = feedback
-        fused = rrf(lists, weights, tuning.rrf_k, tuning.rewrite_weight)
-    pool_size = max(top_k * 2, top_k + 10)
-    if tuning.neighbor_weight > 0 and fused:
-        anchors = [memory_id for memory_id, _ in fused[: tuning.neighbor_anchors]]
-        neighbours = ready.vectors.neighbours(session, anchors, tuning.neighbor_span, tuning.neighbor_max_gap_s)
-        if neighbours is None:  # no in-process copy of this session
-            neighbours = await ready.repository.neighbours(
-                session, anchors, tuning.neighbor_span, tuning.neighbor_max_gap_s
-            )
-        fused = spread(fused, neighbours, tuning.neighbor_weight, tuning.neighbor_aggregate)
-    rows = await ready.repository.fetch(session, [memory_id for memory_id, _ in fused[:pool_size]])
-    candidates = [rows[i].model_copy(update={"score": s}) for i, s in fused[:pool_size] if i in rows]
-    candidates = adjust(candidates, datetime.now(UTC), tuning.half_life_days, tuning.importance_weight)
-    candidates = await order_updates(ready, session, query, candidates) if tuning.implicit_updates else candidates
+    fused = await fuse(ready, session, query, searched.lists, tuning, top_k)
+    candidates, lists = fused.candidates, fused.lists
     clock.lap("fuse")
     rerank_note = None
     if tuning.rerank_url:
