@@ -22,7 +22,7 @@ import anyio
 import httpx
 import psutil
 
-__all__ = ["McpHttp", "ServerProcess", "percentiles", "run_load"]
+__all__ = ["McpHttp", "SdkHttp", "ServerProcess", "percentiles", "run_load"]
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -178,3 +178,29 @@ async def run_load(
         for _ in range(concurrency):
             group.start_soon(worker)
     return latencies, time.perf_counter() - started
+
+
+class SdkHttp:
+    """The MCP python SDK's own ``Client`` over streamable HTTP, with ``McpHttp``'s ``call``: what an
+    agent built on the SDK pays per call (its JSON-RPC session, result models and output-schema check)."""
+
+    def __init__(self, port: int) -> None:
+        from mcp import Client
+
+        self.client = Client(f"http://127.0.0.1:{port}/mcp")
+
+    async def __aenter__(self) -> SdkHttp:
+        await self.client.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.client.__aexit__(*exc)
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        """(structured content, client-measured milliseconds); raises on is_error."""
+        started = time.perf_counter()
+        result = await self.client.call_tool(tool, arguments)
+        elapsed = (time.perf_counter() - started) * 1000
+        if result.is_error:
+            raise RuntimeError(f"{tool} failed: {result.content}")
+        return result.structured_content or {}, elapsed
