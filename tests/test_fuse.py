@@ -68,3 +68,15 @@ def test_adjust_halves_the_score_per_half_life_and_boosts_importance():
     ranked = {c.memory_id: c.score for c in adjust([old, new, key], now, half_life_days=30, importance_weight=1.0)}
     assert ranked == {"old": pytest.approx(0.5), "new": pytest.approx(1.0), "key": pytest.approx(1.0)}
     assert [c.score for c in adjust([old], now, half_life_days=None, importance_weight=0)] == [1.0]
+
+
+def test_adjust_with_no_half_life_and_no_importance_weight_keeps_every_score_and_sorts():
+    now = datetime(2025, 1, 1, tzinfo=UTC)
+    pool = [
+        _candidate("b", 400, 1.0, now).model_copy(update={"score": 0.25}),
+        _candidate("a", 1, None, now).model_copy(update={"score": 0.5}),
+        _candidate("c", 3, 0.2, now).model_copy(update={"score": 0.25}),
+    ]
+    ranked = adjust(pool, now, half_life_days=None, importance_weight=0.0)
+    assert [(c.memory_id, c.score) for c in ranked] == [("a", 0.5), ("b", 0.25), ("c", 0.25)]
+    assert ranked == adjust(pool, now, half_life_days=None, importance_weight=0.0)

@@ -170,8 +170,11 @@ def adjust(
     count as age 0.
 
     Returns:
-        New candidates, highest score first, ties by memory_id.
+        New candidates, highest score first, ties by memory_id. With neither a half-life nor an
+        importance weight every factor is 1: the candidates keep their scores and are only sorted.
     """
+    if not half_life_days and importance_weight == 0:
+        return sorted(candidates, key=lambda c: (-c.score, c.memory_id))
     adjusted = []
     for candidate in candidates:
         factor = 1.0
