@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import anyio
 import numpy as np
@@ -32,10 +32,13 @@ from threadpoolctl import threadpool_limits
 
 from mcp_memory.db.repository import Repository
 from mcp_memory.db.retrieval import SessionVectors, SessionVersion
+from mcp_memory.models import RecallFilter
 
 __all__ = ["VectorCache", "copy_nbytes"]
 
 _LATE_COMMIT = timedelta(seconds=1)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 _ID_BYTES = 350  # a memory_id's str, its entries in a list, a set, the timeline and its index, with a datetime
 
 
@@ -58,6 +61,7 @@ class _Copy:
         self._places: dict[str, int] | None = None  # memory_id -> index in timeline, rebuilt after a change
         self._first: dict[str, int] | None = None  # memory_id -> its first column, rebuilt after a change
         self.columns = np.empty((1, 0), dtype=np.float32)
+        self.times = np.empty(0, dtype=np.int64)  # each column's occurred_at, microseconds since 1970 UTC
         self.rows = 0
         self.memories = 0
         self.version = snapshot.version
@@ -68,9 +72,13 @@ class _Copy:
     def nbytes(self) -> int:
         return self.columns.nbytes + _ID_BYTES * len(self.memory_ids)
 
-    def neighbours(self, memory_ids: list[str], span: int, max_gap_s: float) -> dict[str, list[str]]:
+    def neighbours(
+        self, memory_ids: list[str], span: int, max_gap_s: float, since: datetime | None, until: datetime | None
+    ) -> dict[str, list[str]]:
         """``RetrievalQueries.neighbours`` from the copy: for each id, up to ``span`` memories just
-        before and after it in (occurred_at, created_at, memory_id) order, at most ``max_gap_s`` seconds away."""
+        before and after it in (occurred_at, created_at, memory_id) order, at most ``max_gap_s`` seconds
+        away, with occurred_at in [since, until] (the memories outside lie beyond either end of the
+        timeline's stretch, so dropping them is the same as stepping over them)."""
         if self._places is None:
             self._places = {memory_id: place for place, (_, _, memory_id) in enumerate(self.timeline)}
         timeline, found = self.timeline, {}
@@ -85,6 +93,8 @@ class _Copy:
                     *reversed(timeline[max(place - span, 0) : place]), *timeline[place + 1 : place + 1 + span]
                 )
                 if abs((when - at).total_seconds()) <= max_gap_s
+                and (since is None or when >= since)
+                and (until is None or when <= until)
             ]
             if near:
                 found[memory_id] = near
@@ -111,6 +121,8 @@ class _Copy:
                 grown[:, : self.rows] = self.columns[:, : self.rows]
                 self.columns = grown
             self.columns[:, self.rows : needed] = added.T
+            times = np.fromiter(((o - _EPOCH) // _MICROSECOND for o in snapshot.occurred_at), np.int64, len(added))
+            self.times = np.concatenate([self.times[: self.rows], times])
             self.rows = needed
         new = {
             m: (o, c)
@@ -127,20 +139,37 @@ class _Copy:
         self.version = snapshot.version
         self.newest = max([*snapshot.created_at, *([self.newest] if self.newest else [])], default=None)
 
-    def nearest(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
+    def passing(self, since: datetime | None, until: datetime | None) -> np.ndarray | None:
+        """The columns whose occurred_at lies in [since, until]; None when both are open (every column)."""
+        if since is None and until is None:
+            return None
+        keep = np.ones(self.rows, dtype=bool)
+        if since is not None:
+            keep &= self.times[: self.rows] >= (since - _EPOCH) // _MICROSECOND
+        if until is not None:
+            keep &= self.times[: self.rows] <= (until - _EPOCH) // _MICROSECOND
+        return np.flatnonzero(keep)
+
+    def nearest(self, vector: np.ndarray, limit: int, columns: np.ndarray | None = None) -> list[tuple[str, float]]:
         """The ``limit`` nearest memories as (memory_id, cosine distance), ordered like the SQL
-        (distance, then memory_id); a memory counts through its nearest window."""
+        (distance, then memory_id); a memory counts through its nearest window. ``columns``: only
+        these (``passing``), else all."""
         if self.rows == 0:
             return []
         query = np.asarray(vector, dtype=np.float32)
         norm = float(np.linalg.norm(query))
         distances = 1.0 - (query / (norm or 1.0)) @ self.columns[:, : self.rows]
-        depth = min(self.rows, limit + self.rows - self.memories)  # enough rows to hold `limit` memories
-        if depth < self.rows:
-            kth = np.partition(distances, depth - 1)[depth - 1]
-            picked = np.flatnonzero(distances <= kth)  # every row tied at the cut, so ties break by id
+        among = distances if columns is None else distances[columns]
+        depth = min(len(among), limit + self.rows - self.memories)  # enough rows to hold `limit` memories
+        if depth == 0:
+            return []
+        if depth < len(among):
+            kth = np.partition(among, depth - 1)[depth - 1]
+            picked = np.flatnonzero(among <= kth)  # every row tied at the cut, so ties break by id
         else:
-            picked = np.arange(self.rows)
+            picked = np.arange(len(among))
+        if columns is not None:
+            picked = columns[picked]
         ids = self.memory_ids
         ranked = sorted(zip(distances[picked].tolist(), [ids[i] for i in picked.tolist()], strict=True))
         found: dict[str, float] = {}
@@ -200,13 +229,16 @@ class VectorCache:
         limit: int,
         ef_search: int,
         version: SessionVersion | None = None,
+        filters: RecallFilter | None = None,
     ) -> list[list[tuple[str, float]]]:
-        """Per query vector, the ``limit`` nearest memories of ``session`` as (memory_id, distance),
-        nearest first, ties by memory_id; the same lists as ``Repository.vector_search``.
+        """Per query vector, the ``limit`` nearest memories of ``session`` that pass ``filters`` as
+        (memory_id, distance), nearest first, ties by memory_id; the same lists as ``Repository.vector_search``.
 
         Exact up to float32 rounding (distances agree with pgvector's within 1e-6) for sessions of
         at most ``exact_max`` memories; HNSW (recall@10 0.97 at ef_search 800, measured) above.
         ``version``: the session's version if the caller has just read it (saves a round trip).
+        A time filter is applied to the copy's columns before the cut; a metadata filter, which
+        the copy does not hold, makes PostgreSQL scan the session (exactly).
 
         Raises:
             DatabaseUnavailable: PostgreSQL could not be reached.
@@ -218,26 +250,36 @@ class VectorCache:
             return [[] for _ in vectors]
         if version.memories > self._exact_max:
             self._copies.pop(session, None)
-            return await repository.vector_search(session, vectors, limit, ef_search, exact=False)
+            return await repository.vector_search(
+                session, vectors, limit, ef_search, exact=False, filters=filters, exact_max=self._exact_max
+            )
+        if filters is not None and filters.metadata:
+            return await repository.vector_search(session, vectors, limit, ef_search, exact=True, filters=filters)
         copy = self._copies.get(session)
         if copy is None or copy.version != version:
             copy = await self._refresh(repository, session, version)
         else:
             self.hits += 1
         if copy is None:
-            return await repository.vector_search(session, vectors, limit, ef_search, exact=True)
+            return await repository.vector_search(session, vectors, limit, ef_search, exact=True, filters=filters)
         self._copies.move_to_end(session)
-        return [copy.nearest(vector, limit) for vector in vectors]
+        columns = copy.passing(filters.since, filters.until) if filters is not None else None
+        return [copy.nearest(vector, limit, columns) for vector in vectors]
 
-    def neighbours(self, session: str, memory_ids: list[str], span: int, max_gap_s: float) -> dict[str, list[str]] | None:
-        """The chronological neighbours of ``memory_ids`` from the session's copy, as
-        ``Repository.neighbours`` returns them; None when the session has no copy (ask PostgreSQL).
+    def neighbours(
+        self, session: str, memory_ids: list[str], span: int, max_gap_s: float, filters: RecallFilter | None = None
+    ) -> dict[str, list[str]] | None:
+        """The chronological neighbours of ``memory_ids`` that pass ``filters`` from the session's copy,
+        as ``Repository.neighbours`` returns them; None when the session has no copy or the filter
+        names metadata, which the copy does not hold (ask PostgreSQL).
 
         Call it after ``nearest`` in the same recall: the copy was then checked against the
         session's version a few milliseconds before.
         """
         copy = self._copies.get(session)
-        return None if copy is None else copy.neighbours(memory_ids, span, max_gap_s)
+        if copy is None or (filters is not None and filters.metadata):
+            return None
+        return copy.neighbours(memory_ids, span, max_gap_s, *((filters.since, filters.until) if filters else (None, None)))
 
     def vectors(self, session: str, memory_ids: list[str]) -> dict[str, np.ndarray] | None:
         """Unit vectors (window 0) of ``memory_ids`` from the session's copy, keyed by id (ids it lacks
