@@ -1,5 +1,5 @@
-"""The repository: all SQL of mcp-memory lives here, in ``retrieval.py``, ``chronology.py`` and
-``expansion.py`` (recall's search queries), in ``supersessions.py``, ``usage.py``, ``idempotency.py``,
+"""The repository: all SQL of mcp-memory lives here, in ``retrieval.py``, ``nearest.py``, ``chronology.py``
+and ``expansion.py`` (recall's search queries), in ``supersessions.py``, ``usage.py``, ``idempotency.py``,
 ``transfer.py``, ``browse.py`` (the page's reads), ``health.py`` (doctor) and ``redaction.py``
 (``mcp-memory redact``), all mixed into
 ``Repository``, each statement scoped by session.
@@ -31,6 +31,7 @@ from mcp_memory.db.chronology import ChronologyQueries
 from mcp_memory.db.expansion import ExpansionQueries
 from mcp_memory.db.health import HealthQueries
 from mcp_memory.db.idempotency import IdempotencyQueries, KeyRow, KeyTaken, claim
+from mcp_memory.db.nearest import NearestQueries
 from mcp_memory.db.redaction import RedactionQueries
 from mcp_memory.db.retrieval import RetrievalQueries
 from mcp_memory.db.supersessions import CANDIDATE_COLUMNS, WITH_SUPERSESSION, SupersessionQueries, candidate, mark
@@ -69,7 +70,7 @@ class StoredRow:
 
 
 class Repository(
-    RetrievalQueries, ChronologyQueries, ExpansionQueries, SupersessionQueries, UsageQueries, IdempotencyQueries,
+    RetrievalQueries, NearestQueries, ChronologyQueries, ExpansionQueries, SupersessionQueries, UsageQueries, IdempotencyQueries,
     TransferQueries, BrowseQueries, HealthQueries, RedactionQueries,
 ):
     """All reads and writes of memories, chunks, audits and usage."""
