@@ -30,9 +30,10 @@ import anyio
 import asyncpg
 import numpy as np
 
+from benchmarks.load import derive
 from mcp_memory.models import RecallFilter
 
-__all__ = ["KEPT_FILTERS", "bulk_load", "derive"]
+__all__ = ["KEPT_FILTERS", "bulk_load"]
 
 _WORDS = (
     "garden kitchen train ticket meeting budget river mountain coffee letter doctor school market bridge lamp "
@@ -46,21 +47,6 @@ KEPT_FILTERS = {
     "since/until": RecallFilter(since=MARCH[0], until=MARCH[1]),
     "metadata": RecallFilter(metadata={"team": "blue"}),
 }
-
-
-async def derive(connection: asyncpg.Connection, session: str) -> None:
-    """Write the postings, grams and stats row of every memory of ``session`` (after a COPY)."""
-    await connection.execute(
-        "INSERT INTO memory_terms (session, lexeme, memory_id, tf, dl)"
-        " SELECT m.session, u.lexeme, m.memory_id, coalesce(array_length(u.positions, 1), 1), length(m.search_text)"
-        " FROM memories m CROSS JOIN LATERAL unnest(m.search_text) u WHERE m.session = $1", session)
-    await connection.execute(
-        "INSERT INTO memory_grams (session, gram, memory_id) SELECT m.session, g.gram, m.memory_id"
-        " FROM memories m CROSS JOIN LATERAL memory_cjk_grams(m.content) AS g(gram) WHERE m.session = $1", session)
-    await connection.execute("DELETE FROM memory_stats WHERE session = $1", session)
-    await connection.execute(
-        "INSERT INTO memory_stats (session, n, total_length, changes) SELECT session, count(*),"
-        " coalesce(sum(length(search_text)), 0), count(*) FROM memories WHERE session = $1 GROUP BY session", session)
 
 
 def _rows(session: str, n: int, kept: int, model: str, dim: int, seed: int):
