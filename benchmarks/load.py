@@ -33,7 +33,7 @@ from mcp_memory.db.pool import open_pool
 from mcp_memory.embedding.embed import load_embedder
 from mcp_memory.settings import Settings
 
-__all__ = ["INDEXES", "connect", "drop_indexes", "fill", "load_texts", "rebuild_indexes", "real_texts"]
+__all__ = ["INDEXES", "connect", "derive", "drop_indexes", "fill", "load_texts", "rebuild_indexes", "real_texts"]
 
 # LoCoMo and LongMemEval, where the evals find them: beside $MCP_MEMORY_LOCOMO_PATH, else ../shared/data.
 DATA = default_data_path().parent
@@ -140,11 +140,28 @@ def _rows(session: str, n: int, texts: list[str], vectors: np.ndarray, offset: i
         yield (session, uuid.uuid4(), content, digest, base + timedelta(minutes=i), "{}", None, vector, model)
 
 
+async def derive(connection: asyncpg.Connection, session: str) -> None:
+    """Write the BM25 postings, CJK grams and stats row of every memory of ``session`` after a COPY:
+    what ``mcp_memory/db/postings.py`` writes per store (triggers did it for COPY until migration 014)."""
+    await connection.execute(
+        "INSERT INTO memory_terms (session, lexeme, memory_id, tf, dl)"
+        " SELECT m.session, u.lexeme, m.memory_id, coalesce(array_length(u.positions, 1), 1), length(m.search_text)"
+        " FROM memories m CROSS JOIN LATERAL unnest(m.search_text) u WHERE m.session = $1", session, timeout=3600)
+    await connection.execute(
+        "INSERT INTO memory_grams (session, gram, memory_id) SELECT m.session, g.gram, m.memory_id"
+        " FROM memories m CROSS JOIN LATERAL memory_cjk_grams(m.content) AS g(gram) WHERE m.session = $1", session,
+        timeout=3600)
+    await connection.execute("DELETE FROM memory_stats WHERE session = $1", session)
+    await connection.execute(
+        "INSERT INTO memory_stats (session, n, total_length, changes) SELECT session, count(*),"
+        " coalesce(sum(length(search_text)), 0), count(*) FROM memories WHERE session = $1 GROUP BY session", session)
+
+
 async def fill(
     pool: asyncpg.Pool, session: str, n: int, texts: list[str], vectors: np.ndarray, offset: int = 0,
     model: str = "sentence-transformers/all-MiniLM-L6-v2", batch: int = 20_000,
 ) -> float:
-    """COPY ``n`` memories into ``session``; returns seconds."""
+    """COPY ``n`` memories into ``session`` and derive their rows (``derive``); returns seconds."""
     started = time.perf_counter()
     rows = _rows(session, n, texts, vectors, offset, model, seed=zlib.crc32(session.encode()))
     async with pool.acquire() as connection:
@@ -153,4 +170,5 @@ async def fill(
             if not chunk:
                 break
             await connection.copy_records_to_table("memories", records=chunk, columns=_COLUMNS)
+        await derive(connection, session)
     return time.perf_counter() - started

@@ -19,6 +19,7 @@ __all__ = [
     "NewMemory",
     "OperationUsage",
     "Plan",
+    "RecallFilter",
     "RecallResult",
     "RecalledMemory",
     "Redaction",
@@ -92,6 +93,28 @@ class RecalledMemory(BaseModel):
     )
 
 
+class RecallFilter(BaseModel):
+    """The filters a recall applied: occurred_at within [since, until] (null: open at that end), and
+    metadata holding every key given with exactly that value."""
+
+    # Built by pipeline.filters.check_filter; every candidate list, the neighbours, the supersession
+    # reads and the final fetch take it (db/filters.py turns it into SQL).
+    model_config = ConfigDict(frozen=True)
+
+    since: datetime | None = Field(None, description="Earliest occurred_at returned (inclusive), in UTC.")
+    until: datetime | None = Field(
+        None, description="Latest occurred_at returned (inclusive), in UTC; a date given is the end of that day."
+    )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="Keys every returned memory's metadata holds with exactly these values."
+    )
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing is filtered."""
+        return self.since is None and self.until is None and not self.metadata
+
+
 class RecallResult(BaseModel):
     """What recall_memory returns."""
 
@@ -104,6 +127,9 @@ class RecallResult(BaseModel):
     answerable: bool | None = Field(None, description="The answer model's verdict; null without one.")
     truncated: bool = Field(False, description="True when lower-ranked memories were left out to bound the size.")
     omitted_memory_ids: list[str] = Field(default_factory=list, description="Ids left out when truncated.")
+    filters: RecallFilter | None = Field(
+        None, description="The since/until/metadata filters as applied (times in UTC); null when none was given."
+    )
 
 
 class DeleteResult(BaseModel):

@@ -16,7 +16,7 @@ from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings as SdkAuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -32,6 +32,7 @@ from mcp_memory.access.gate import Gate
 from mcp_memory.jsonrpc import AnswerEveryRequest
 from mcp_memory.observe.calls import CallObserver
 from mcp_memory.models import AuditList, DeleteResult, RecallResult, StoreResult, UsageStats
+from mcp_memory.pipeline.filters import check_filter
 from mcp_memory.pipeline.recall import recall
 from mcp_memory.settings import Settings
 from mcp_memory.pipeline.store import store
@@ -128,17 +129,38 @@ def _tools(settings: Settings, deps: Deps, gate: Gate) -> list[Callable[..., Any
                   "successor. Without it a superseded memory appears only for questions about the past, or right "
                   "below its successor when only its own wording matched the question."),
         ] = False,
+        since: Annotated[
+            str | None,
+            Field(description="Only memories that occurred at or after this time: RFC 3339 with an offset "
+                  "(2024-03-01T09:30:00Z, 2024-03-01T10:30:00+01:00) or a date (2024-03-01, from the start of that "
+                  "UTC day)."),
+        ] = None,
+        until: Annotated[
+            str | None,
+            Field(description="Only memories that occurred at or before this time: RFC 3339 with an offset, or a "
+                  "date, which means through the end of that UTC day (until=2024-03-31 keeps all of March 31)."),
+        ] = None,
+        metadata: Annotated[
+            dict[str, Any] | None,
+            WithJsonSchema({"anyOf": [{"type": "object", "additionalProperties": {
+                "type": ["string", "number", "boolean", "null"]}}, {"type": "null"}]}),
+            Field(description="Only memories whose metadata has every one of these keys with exactly this value "
+                  '(e.g. {"project": "apollo", "kind": "decision"}); values are strings, numbers, booleans or null.'),
+        ] = None,
     ) -> RecallResult:
         """Find the memories of a session that answer a question.
 
         Returns the best-matching memories with their memory_id, content and occurred_at. Current memories rank
         above the ones they superseded; a superseded memory carries superseded_by (the newer memory's id). When
         the server has an answer model, `answer` holds an answer written only from the returned (cited) memories,
-        or a fixed refusal when they do not support one; otherwise `answer` is null.
+        or a fixed refusal when they do not support one; otherwise `answer` is null. since, until and metadata
+        narrow the search itself: no memory outside them is returned, and `filters` echoes them as applied.
         """
         gate.admit(session)
+        given = since is not None or until is not None or metadata is not None
+        filters = check_filter(since, until, metadata, limits) if given else None
         ready = await deps.ready()
-        return await recall(ready, session, query, top_k, include_superseded)
+        return await recall(ready, session, query, top_k, include_superseded, filters)
 
     async def delete_memory(
         session: Session,

@@ -287,3 +287,39 @@ def test_a_lone_surrogate_is_answered_only_after_the_http_checks_of_any_request(
     assert "lone surrogate" not in anonymous.text + foreign.text
     assert allowed.status_code == 200, allowed.text
     _check_refusal(allowed.json(), request_id, kind, text)
+
+
+# Issue 26: a recall filter that cannot be read is refused by field, with the request's id, before any search.
+BAD_FILTERS = [
+    ({"since": "last tuesday"}, "since: not an RFC 3339 time or a date: 'last tuesday'; use e.g. 2024-03-01T09:30:00Z "
+     "or 2024-03-01"),
+    ({"since": "2024-03-02", "until": "2024-03-01"}, "until: is before since (2024-03-01T23:59:59.999999+00:00 < "
+     "2024-03-02T00:00:00+00:00); nothing was searched"),
+    ({"metadata": {"k": [1]}}, 'metadata: value of "k" must be a string, number, boolean or null'),
+]
+FILTER_IDS = ["since", "until", "metadata"]
+
+
+def _recall_call(request_id: Any, arguments: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {
+        "name": "recall_memory", "arguments": {"session": "s-filters", "query": "x", **arguments}}}).encode()
+
+
+@pytest.mark.parametrize(("arguments", "text"), BAD_FILTERS, ids=FILTER_IDS)
+def test_a_bad_recall_filter_over_http_is_refused_by_field_with_the_request_id(
+    http_port: int, arguments: dict[str, Any], text: str
+) -> None:
+    response = httpx.post(f"http://127.0.0.1:{http_port}/mcp", content=_recall_call("f-1", arguments),
+                          headers=_headers("2025-11-25", _session(http_port)), timeout=REPLY_TIMEOUT_S)
+
+    assert response.status_code == 200, response.text
+    _check_refusal(response.json(), "f-1", "tool", f"Error executing tool recall_memory: {text}")
+
+
+@pytest.mark.parametrize(("arguments", "text"), BAD_FILTERS, ids=FILTER_IDS)
+def test_a_bad_recall_filter_over_stdio_is_refused_by_field_with_the_request_id(
+    stdio_server: ServerProcess, arguments: dict[str, Any], text: str
+) -> None:
+    _write_line(stdio_server, _recall_call(41, arguments))
+
+    _check_refusal(stdio_server.receive(REPLY_TIMEOUT_S), 41, "tool", f"Error executing tool recall_memory: {text}")

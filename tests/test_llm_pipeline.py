@@ -135,7 +135,8 @@ async def test_empty_session_is_refused_without_asking_the_model(answering, fake
     await _store(answering, "s-alpha", "The project codename is BLUEBIRD")
     result = await answering.call_tool("recall_memory", {"session": "s-beta", "query": "project codename"})
     assert result.structured_content == {
-        "answer": REFUSAL, "memories": [], "answerable": False, "truncated": False, "omitted_memory_ids": []
+        "answer": REFUSAL, "memories": [], "answerable": False, "truncated": False, "omitted_memory_ids": [],
+        "filters": None,
     }
     assert fake.chat_requests() == []
 

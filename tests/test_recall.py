@@ -254,7 +254,8 @@ async def test_with_an_answer_model_an_empty_or_other_session_gets_the_refusal_a
     refusal = settings.recall.refusal
     for result in (empty, other_case):
         assert result == {
-            "answer": refusal, "memories": [], "answerable": False, "truncated": False, "omitted_memory_ids": []
+            "answer": refusal, "memories": [], "answerable": False, "truncated": False, "omitted_memory_ids": [],
+            "filters": None,
         }
     assert own["answer"] == "BLUEBIRD" and _ids(own) == [alpha_id]
     prompt = fake.chat_requests()[0].body["messages"][-1]["content"]

@@ -13,6 +13,9 @@ from typing import Any
 
 import asyncpg
 
+from mcp_memory.db.filters import among
+from mcp_memory.models import RecallFilter
+
 __all__ = ["ExpansionQueries"]
 
 # The session's N and average length, as in keyword_search.
@@ -43,7 +46,8 @@ class ExpansionQueries:
     _run: Callable[[Callable[[asyncpg.Connection], Awaitable[Any]]], Awaitable[Any]]
 
     async def expanded_keyword_search(
-        self, session: str, query: str, memory_ids: list[str], terms: int, term_weight: float, limit: int
+        self, session: str, query: str, memory_ids: list[str], terms: int, term_weight: float, limit: int,
+        filters: RecallFilter | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 for the query's words plus the ``terms`` most distinctive words of ``memory_ids``.
 
@@ -51,8 +55,9 @@ class ExpansionQueries:
         idf times the number of the given memories that hold the word): a word qualifies when it is
         not in the query and at least one other memory of the session holds it (a word of one memory
         finds only that memory) but at most half of a session of 20 or more. Added words weigh
-        ``term_weight`` of a query word with the same idf.
+        ``term_weight`` of a query word with the same idf. ``filters`` limits the memories scored.
         """
+        passing = among(filters, "t.memory_id", 7)
         sql = f"""
             WITH {_STATS}, {_ASKED.format(exclude="")},
             candidates AS MATERIALIZED (
@@ -69,21 +74,24 @@ class ExpansionQueries:
                 ORDER BY ln(1 + (stats.n - d.df + 0.5) / (d.df + 0.5)) * c.hits DESC, c.lexeme LIMIT $5),
             weights AS (SELECT lexeme, idf, 1.0::float8 AS weight FROM asked
                         UNION ALL SELECT lexeme, idf, $6::float8 FROM added ORDER BY lexeme)
-            {_SCORE.format(where="")}
+            {_SCORE.format(where=passing.sql)}
         """
-        rows = await self._run(lambda c: c.fetch(sql, session, query, limit, memory_ids, terms, term_weight))
+        rows = await self._run(
+            lambda c: c.fetch(sql, session, query, limit, memory_ids, terms, term_weight, *passing.values)
+        )
         return [(str(row["memory_id"]), float(row["score"])) for row in rows]
 
     async def entity_keyword_search(
-        self, session: str, query: str, names: list[str], limit: int
+        self, session: str, query: str, names: list[str], limit: int, filters: RecallFilter | None = None
     ) -> list[tuple[str, float]]:
         """BM25 for the query's words other than ``names``, among the memories that hold every name.
 
         A name found in most memories of a session (the user, a speaker) is ignored by
         ``keyword_search``; here it narrows the memories instead, so "what did Melanie paint?"
         ranks Melanie's memories about painting. Names are matched as English lexemes. Empty when no
-        memory holds them all or the query has no other word.
+        memory holds them all or the query has no other word. ``filters`` limits the memories scored.
         """
+        passing = among(filters, "t.memory_id", 5)
         sql = f"""
             WITH {_STATS},
             names AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $4))),
@@ -93,7 +101,7 @@ class ExpansionQueries:
                 WHERE t.session = $1 AND t.lexeme IN (SELECT lexeme FROM names)
                 GROUP BY t.memory_id HAVING count(*) = (SELECT count(*) FROM names)),
             weights AS (SELECT lexeme, idf, 1.0::float8 AS weight FROM asked ORDER BY lexeme)
-            {_SCORE.format(where=" AND t.memory_id IN (SELECT memory_id FROM holders)")}
+            {_SCORE.format(where=" AND t.memory_id IN (SELECT memory_id FROM holders)" + passing.sql)}
         """
-        rows = await self._run(lambda c: c.fetch(sql, session, query, limit, " ".join(names)))
+        rows = await self._run(lambda c: c.fetch(sql, session, query, limit, " ".join(names), *passing.values))
         return [(str(row["memory_id"]), float(row["score"])) for row in rows]

@@ -1,5 +1,5 @@
-"""The repository: all SQL of mcp-memory lives here, in ``retrieval.py``, ``chronology.py`` and
-``expansion.py`` (recall's search queries), in ``supersessions.py``, ``usage.py``, ``idempotency.py``,
+"""The repository: all SQL of mcp-memory lives here, in ``retrieval.py``, ``nearest.py``, ``chronology.py``
+and ``expansion.py`` (recall's search queries), in ``supersessions.py``, ``usage.py``, ``idempotency.py``,
 ``transfer.py``, ``browse.py`` (the page's reads), ``health.py`` (doctor) and ``redaction.py``
 (``mcp-memory redact``), all mixed into
 ``Repository``, each statement scoped by session.
@@ -31,12 +31,14 @@ from mcp_memory.db.chronology import ChronologyQueries
 from mcp_memory.db.expansion import ExpansionQueries
 from mcp_memory.db.health import HealthQueries
 from mcp_memory.db.idempotency import IdempotencyQueries, KeyRow, KeyTaken, claim
+from mcp_memory.db.nearest import NearestQueries
 from mcp_memory.db.redaction import RedactionQueries
 from mcp_memory.db.retrieval import RetrievalQueries
 from mcp_memory.db.supersessions import CANDIDATE_COLUMNS, WITH_SUPERSESSION, SupersessionQueries, candidate, mark
 from mcp_memory.db.transfer import TransferQueries
 from mcp_memory.db.usage import UsageQueries
-from mcp_memory.models import Candidate, NewMemory
+from mcp_memory.db.filters import condition
+from mcp_memory.models import Candidate, NewMemory, RecallFilter
 
 __all__ = ["Repository", "StoredRow"]
 
@@ -68,7 +70,7 @@ class StoredRow:
 
 
 class Repository(
-    RetrievalQueries, ChronologyQueries, ExpansionQueries, SupersessionQueries, UsageQueries, IdempotencyQueries,
+    RetrievalQueries, NearestQueries, ChronologyQueries, ExpansionQueries, SupersessionQueries, UsageQueries, IdempotencyQueries,
     TransferQueries, BrowseQueries, HealthQueries, RedactionQueries,
 ):
     """All reads and writes of memories, chunks, audits and usage."""
@@ -177,17 +179,21 @@ class Repository(
         except KeyTaken as taken:
             return taken.earlier
 
-    async def fetch(self, session: str, memory_ids: list[str]) -> dict[str, Candidate]:
-        """The memories of ``session`` with these ids, keyed by memory_id (missing ids absent),
-        each with its supersession state (``superseded_by``, ``superseded_at``, ``superseded_others``)."""
+    async def fetch(
+        self, session: str, memory_ids: list[str], filters: RecallFilter | None = None
+    ) -> dict[str, Candidate]:
+        """The memories of ``session`` with these ids that pass ``filters``, keyed by memory_id (others
+        absent), each with its supersession state (``superseded_by``, ``superseded_at``, ``superseded_others``)."""
         if not memory_ids:
             return {}
+        where = condition(filters, "m", 3)
         rows = await self._run(
             lambda c: c.fetch(
                 f"SELECT {CANDIDATE_COLUMNS} FROM memories m{WITH_SUPERSESSION}"
-                " WHERE m.session = $1 AND m.memory_id = ANY($2::uuid[])",
+                " WHERE m.session = $1 AND m.memory_id = ANY($2::uuid[])" + where.sql,
                 session,
                 memory_ids,
+                *where.values,
             )
         )
         return {str(row["memory_id"]): candidate(row) for row in rows}

@@ -1,4 +1,5 @@
-"""Recall's search queries over one session: vector, BM25, identifier, CJK (chronology: ``chronology.py``).
+"""Recall's search queries over one session: BM25, identifier, CJK, and the session's vectors for an
+in-process copy (nearest vectors: ``nearest.py``; chronology: ``chronology.py``).
 
 Mixed into ``Repository``, which provides ``_run`` (a pooled connection, one retry after a
 dropped connection). Every statement filters on the session and binds every value.
@@ -14,26 +15,10 @@ from typing import Any
 import asyncpg
 import numpy as np
 
+from mcp_memory.db.filters import among, condition
+from mcp_memory.models import RecallFilter
+
 __all__ = ["RetrievalQueries", "SessionVectors", "SessionVersion"]
-
-# The nearest window-0 vectors (memories) and the nearest later windows (memory_chunks), each
-# ``$3`` deep; the caller keeps each memory's best. OFFSET 0 keeps the planner from ordering by
-# the HNSW index, so the exact form always computes every distance in the session.
-_EXACT_NEAREST = (
-    "(SELECT memory_id, distance FROM (SELECT memory_id, embedding <=> $2 AS distance FROM memories"
-    "  WHERE session = $1 OFFSET 0) m ORDER BY distance, memory_id LIMIT $3)"
-    " UNION ALL "
-    "(SELECT memory_id, min(embedding <=> $2) AS distance FROM memory_chunks"
-    "  WHERE session = $1 GROUP BY memory_id ORDER BY distance, memory_id LIMIT $3)"
-)
-_INDEXED_NEAREST = (
-    "(SELECT memory_id, embedding <=> $2 AS distance FROM memories"
-    "  WHERE session = $1 ORDER BY embedding <=> $2 LIMIT $3)"
-    " UNION ALL "
-    "(SELECT memory_id, embedding <=> $2 AS distance FROM memory_chunks"
-    "  WHERE session = $1 ORDER BY embedding <=> $2 LIMIT $3)"
-)
-
 
 # A session's vectors for an in-process copy: every window of every memory ...
 _SESSION_VECTORS = (
@@ -120,41 +105,9 @@ class RetrievalQueries:
 
         return await self._run(work)
 
-    async def vector_search(
-        self, session: str, vectors: list[np.ndarray], limit: int, ef_search: int, exact: bool
-    ) -> list[list[tuple[str, float]]]:
-        """Per query vector, the ``limit`` nearest memories of ``session`` as (memory_id, distance).
-
-        Distance is pgvector's cosine distance ``<=>`` (0 same direction, 2 opposite). A long
-        memory counts through its nearest window.
-
-        ``exact``: every memory's distance, read through the session's btree, so recall is 1.0 and
-        the cost follows the session's size, not the database's (about 1 ms per 1,000 memories
-        here; see benchmarks/RESULTS.md). Otherwise HNSW with pgvector 0.8 iterative scans (strict
-        order) at ``ef_search``, planned for this session's own size; those settings are ``SET
-        LOCAL`` and end with the transaction.
-        """
-
-        async def nearest(connection: asyncpg.Connection, sql: str, vector: np.ndarray) -> list[tuple[str, float]]:
-            best: dict[str, float] = {}
-            for row in await connection.fetch(sql, session, vector, limit):
-                key = str(row["memory_id"])
-                best[key] = min(best.get(key, 2.0), float(row["distance"]))
-            return sorted(best.items(), key=lambda item: (item[1], item[0]))[:limit]
-
-        async def work(connection: asyncpg.Connection) -> list[list[tuple[str, float]]]:
-            if exact:
-                return [await nearest(connection, _EXACT_NEAREST, vector) for vector in vectors]
-            async with connection.transaction():
-                await connection.execute(  # one round trip for all three settings
-                    "SET LOCAL hnsw.iterative_scan = strict_order; SET LOCAL plan_cache_mode = force_custom_plan;"
-                    f" SET LOCAL hnsw.ef_search = {int(ef_search)}"
-                )
-                return [await nearest(connection, _INDEXED_NEAREST, vector) for vector in vectors]
-
-        return await self._run(work)
-
-    async def keyword_search(self, session: str, query: str, limit: int, max_terms: int = 32) -> list[tuple[str, float]]:
+    async def keyword_search(
+        self, session: str, query: str, limit: int, max_terms: int = 32, filters: RecallFilter | None = None
+    ) -> list[tuple[str, float]]:
         """BM25 over the session's memories for the query's words, best first.
 
         Words are PostgreSQL's English lexemes (stemmed, stop words dropped), so tsquery syntax
@@ -169,8 +122,10 @@ class RetrievalQueries:
         002), both kept by triggers. A word's df is counted on the index first, so the
         postings of ignored words are never read; of the rest, only the ``max_terms`` rarest (ties by
         lexeme) are read, so the postings a query reads are bounded whatever its length. Terms are
-        summed in lexeme order.
+        summed in lexeme order. ``filters`` limits the memories scored (N, df and the average length
+        stay the session's).
         """
+        passing = among(filters, "t.memory_id", 5)
         sql = """
             WITH stats AS (SELECT coalesce(sum(n), 0)::float8 AS n,
                                   greatest(sum(total_length)::numeric / nullif(sum(n), 0), 1)::float8 AS avgdl
@@ -187,20 +142,21 @@ class RetrievalQueries:
             SELECT p.memory_id, sum(w.idf * p.tf * 2.2 / (p.tf + 1.2 * (0.25 + 0.75 * p.dl / stats.avgdl))) AS score
             FROM weights w CROSS JOIN stats
             CROSS JOIN LATERAL (SELECT t.memory_id, t.tf::float8 AS tf, t.dl::float8 AS dl FROM memory_terms t
-                                WHERE t.session = $1 AND t.lexeme = w.lexeme) p
+                                WHERE t.session = $1 AND t.lexeme = w.lexeme{passing}) p
             GROUP BY p.memory_id ORDER BY score DESC, p.memory_id LIMIT $3
-        """
-        rows = await self._run(lambda c: c.fetch(sql, session, query, limit, max_terms))
+        """.replace("{passing}", passing.sql)
+        rows = await self._run(lambda c: c.fetch(sql, session, query, limit, max_terms, *passing.values))
         return [(str(row["memory_id"]), float(row["score"])) for row in rows]
 
     async def trigram_search(
-        self, session: str, terms: list[str], limit: int, threshold: float
+        self, session: str, terms: list[str], limit: int, threshold: float, filters: RecallFilter | None = None
     ) -> list[tuple[str, float]]:
         """Memories containing text like any of ``terms`` (pg_trgm word similarity), best first.
 
         For identifiers (order numbers, file names, error codes), which full-text search
         splits ("A-77812" becomes "-77812") or misses.
         """
+        where = condition(filters, "memories", 4)
 
         async def work(connection: asyncpg.Connection) -> list[tuple[str, float]]:
             async with connection.transaction():
@@ -210,18 +166,19 @@ class RetrievalQueries:
                 )
                 return await connection.fetch(
                     "SELECT memory_id, max(word_similarity(t, content)) AS sim"
-                    " FROM memories, unnest($2::text[]) AS t WHERE session = $1 AND t <% content"
-                    " GROUP BY memory_id ORDER BY sim DESC, memory_id LIMIT $3",
+                    " FROM memories, unnest($2::text[]) AS t WHERE session = $1 AND t <% content" + where.sql
+                    + " GROUP BY memory_id ORDER BY sim DESC, memory_id LIMIT $3",
                     session,
                     terms,
                     limit,
+                    *where.values,
                 )
 
         rows = await self._run(work)
         return [(str(row["memory_id"]), float(row["sim"])) for row in rows]
 
     async def gram_search(
-        self, session: str, terms: list[str], limit: int, weights: list[float]
+        self, session: str, terms: list[str], limit: int, weights: list[float], filters: RecallFilter | None = None
     ) -> list[tuple[str, float]]:
         """Memories containing any of ``terms`` (CJK characters and character bigrams), by the sum of
         the terms' idf, each times its weight (``weights``, parallel to ``terms``).
@@ -229,8 +186,10 @@ class RetrievalQueries:
         idf is BM25's ``ln(1 + (N - df + 0.5) / (df + 0.5))`` over the session, N from
         ``memory_stats``. A memory contains a term when its content does (as ``strpos`` would say);
         the postings come from ``memory_grams`` (migration 013), which holds every CJK character
-        and pair of adjacent CJK characters of each memory, read by primary key.
+        and pair of adjacent CJK characters of each memory, read by primary key. ``filters`` limits the
+        memories scored (df and N stay the session's).
         """
+        passing = among(filters, "hits.memory_id", 5)
         if len(weights) != len(terms):
             raise ValueError(f"gram_search: {len(terms)} terms but {len(weights)} weights")
         sql = """
@@ -241,10 +200,10 @@ class RetrievalQueries:
             df AS (SELECT term, count(*)::float8 AS df FROM hits GROUP BY term),
             stats AS (SELECT coalesce(sum(n), 0)::float8 AS n FROM memory_stats WHERE session = $1)
             SELECT hits.memory_id, sum(hits.weight * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))) AS score
-            FROM hits JOIN df USING (term) CROSS JOIN stats
+            FROM hits JOIN df USING (term) CROSS JOIN stats{passing}
             GROUP BY hits.memory_id ORDER BY score DESC, hits.memory_id LIMIT $3
-        """
-        rows = await self._run(lambda c: c.fetch(sql, session, terms, limit, weights))
+        """.replace("{passing}", passing.sql.replace(" AND ", " WHERE ", 1))
+        rows = await self._run(lambda c: c.fetch(sql, session, terms, limit, weights, *passing.values))
         return [(str(row["memory_id"]), float(row["score"])) for row in rows]
 
     async def embeddings(self, session: str, memory_ids: list[str]) -> dict[str, np.ndarray]:

@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 import asyncpg
 
+from mcp_memory.db.filters import condition
 from mcp_memory.errors import InvalidInput
-from mcp_memory.models import Candidate
+from mcp_memory.models import Candidate, RecallFilter
 
 __all__ = ["CANDIDATE_COLUMNS", "MAX_CHAIN", "WITH_SUPERSESSION", "SupersessionQueries", "candidate", "mark"]
 
@@ -210,9 +211,11 @@ class SupersessionQueries:
 
         return await self._run(work)
 
-    async def current_successors(self, session: str, memory_ids: list[str]) -> dict[str, Candidate]:
+    async def current_successors(
+        self, session: str, memory_ids: list[str], filters: RecallFilter | None = None
+    ) -> dict[str, Candidate]:
         """For each superseded memory of ``memory_ids``, the current memory at the end of its chain
-        (its successor's successor ...), however long the chain.
+        (its successor's successor ...), however long the chain, when it passes ``filters``.
 
         The links are walked once for all ids together (a recursive UNION over links, so chains
         that meet are read once and a cycle, which ``mark`` never builds, still ends): one index
@@ -225,23 +228,26 @@ class SupersessionQueries:
         if not memory_ids:
             return {}
         walk = _WALK
+        where = condition(filters, "m", 3)
         read = (f"SELECT {CANDIDATE_COLUMNS} FROM memories m{WITH_SUPERSESSION}"
-                " WHERE m.session = $1 AND m.memory_id = ANY($2::uuid[])")
+                " WHERE m.session = $1 AND m.memory_id = ANY($2::uuid[])" + where.sql)
 
         async def work(connection: asyncpg.Connection) -> tuple[dict[str, str | None], list[asyncpg.Record]]:
             async with connection.transaction(isolation="repeatable_read", readonly=True):
                 links = {row[0]: row[1] for row in await connection.fetch(walk, session, memory_ids)}
                 starts = {memory_id: _end(memory_id, links) for memory_id in memory_ids if memory_id in links}
                 ends = sorted({end for end in starts.values() if end is not None})
-                return starts, (await connection.fetch(read, session, ends)) if ends else []
+                return starts, (await connection.fetch(read, session, ends, *where.values)) if ends else []
 
         starts, rows = await self._run(work)
         current = {found.memory_id: found for found in map(candidate, rows) if found.superseded_by is None}
         return {start: current[end] for start, end in starts.items() if end in current}
 
-    async def predecessors(self, session: str, memory_ids: list[str], limit: int) -> dict[str, list[Candidate]]:
+    async def predecessors(
+        self, session: str, memory_ids: list[str], limit: int, filters: RecallFilter | None = None
+    ) -> dict[str, list[Candidate]]:
         """The history of each of ``memory_ids``: the memories it superseded, theirs, and so on,
-        at most ``MAX_CHAIN`` links back and ``limit`` memories in all.
+        at most ``MAX_CHAIN`` links back and ``limit`` memories in all, those that pass ``filters``.
 
         Returns:
             memory_id -> its predecessors, nearest link first, then most recently marked first;
@@ -249,6 +255,7 @@ class SupersessionQueries:
         """
         if not memory_ids:
             return {}
+        where = condition(filters, "m", 4)
         sql = f"""
             WITH RECURSIVE chain (head, memory_id, depth) AS (
                 SELECT s.superseded_by, s.memory_id, 1 FROM memory_supersessions s
@@ -259,10 +266,10 @@ class SupersessionQueries:
                                     WHERE x.session = $1 AND x.superseded_by = c.memory_id LIMIT {MAX_CHAIN}) n
                 WHERE c.depth < {MAX_CHAIN})
             SELECT c.head, {CANDIDATE_COLUMNS}
-            FROM chain c JOIN memories m ON m.session = $1 AND m.memory_id = c.memory_id{WITH_SUPERSESSION}
+            FROM chain c JOIN memories m ON m.session = $1 AND m.memory_id = c.memory_id{where.sql}{WITH_SUPERSESSION}
             ORDER BY c.head, c.depth, s.superseded_at DESC, m.memory_id LIMIT $3
         """
-        rows = await self._run(lambda c: c.fetch(sql, session, memory_ids, limit))
+        rows = await self._run(lambda c: c.fetch(sql, session, memory_ids, limit, *where.values))
         found: dict[str, list[Candidate]] = {}
         for row in rows:
             found.setdefault(str(row["head"]), []).append(candidate(row))

@@ -23,148 +23,20 @@ score spreading asks for.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import anyio
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from mcp_memory.db.repository import Repository
-from mcp_memory.db.retrieval import SessionVectors, SessionVersion
+from mcp_memory.db.retrieval import SessionVersion
+from mcp_memory.embedding.vector_copy import ID_BYTES, Copy, copy_nbytes, without
+from mcp_memory.models import RecallFilter
 
 __all__ = ["VectorCache", "copy_nbytes"]
 
 _LATE_COMMIT = timedelta(seconds=1)
-_ID_BYTES = 350  # a memory_id's str, its entries in a list, a set, the timeline and its index, with a datetime
-
-
-def copy_nbytes(vectors: int, dim: int) -> int:
-    """Bytes that copies holding ``vectors`` vectors (windows) of length ``dim`` take, counted as
-    the budget (``vector_cache_mb``) counts them."""
-    return vectors * (dim * 4 + _ID_BYTES)
-
-
-class _Copy:
-    """One session's unit-length vectors, one column each (a memory may have several: the later
-    windows of a long text). Column-major because one product of a query with a (dim, n) matrix
-    reads memory in order: 0.33 ms for 10,000 x 384 on one core here, 0.80 ms row-major."""
-
-    def __init__(self, snapshot: SessionVectors) -> None:
-        self.memory_ids: list[str] = []
-        self.known: set[str] = set()
-        # (occurred_at, created_at, memory_id) of each memory, in order: storage order breaks ties of time
-        self.timeline: list[tuple[datetime, datetime, str]] = []
-        self._places: dict[str, int] | None = None  # memory_id -> index in timeline, rebuilt after a change
-        self._first: dict[str, int] | None = None  # memory_id -> its first column, rebuilt after a change
-        self.columns = np.empty((1, 0), dtype=np.float32)
-        self.rows = 0
-        self.memories = 0
-        self.version = snapshot.version
-        self.newest: datetime | None = None
-        self.extend(snapshot)
-
-    @property
-    def nbytes(self) -> int:
-        return self.columns.nbytes + _ID_BYTES * len(self.memory_ids)
-
-    def neighbours(self, memory_ids: list[str], span: int, max_gap_s: float) -> dict[str, list[str]]:
-        """``RetrievalQueries.neighbours`` from the copy: for each id, up to ``span`` memories just
-        before and after it in (occurred_at, created_at, memory_id) order, at most ``max_gap_s`` seconds away."""
-        if self._places is None:
-            self._places = {memory_id: place for place, (_, _, memory_id) in enumerate(self.timeline)}
-        timeline, found = self.timeline, {}
-        for memory_id in memory_ids:
-            place = self._places.get(memory_id)
-            if place is None:
-                continue
-            at = timeline[place][0]
-            near = [
-                other
-                for when, _, other in (
-                    *reversed(timeline[max(place - span, 0) : place]), *timeline[place + 1 : place + 1 + span]
-                )
-                if abs((when - at).total_seconds()) <= max_gap_s
-            ]
-            if near:
-                found[memory_id] = near
-        return found
-
-    def vectors(self, memory_ids: list[str]) -> dict[str, np.ndarray]:
-        """Each known id's first column (window 0 as loaded first), unit length."""
-        if self._first is None:
-            self._first = {}
-            for column, memory_id in enumerate(self.memory_ids):
-                self._first.setdefault(memory_id, column)
-        return {m: self.columns[:, self._first[m]] for m in memory_ids if m in self._first}
-
-    def extend(self, snapshot: SessionVectors) -> None:
-        """Append the snapshot's vectors; the caller has checked they are the only change."""
-        added = snapshot.embeddings.reshape(len(snapshot.memory_ids), -1)
-        if len(added):
-            norms = np.linalg.norm(added, axis=1, keepdims=True)
-            added = added / np.where(norms == 0, 1, norms)  # pgvector gives NaN for a zero vector; we give 1.0
-            needed = self.rows + len(added)
-            if needed > self.columns.shape[1]:  # a first load fits exactly; appends grow by a quarter
-                capacity = needed if self.rows == 0 else max(needed, self.rows * 5 // 4 + 64)
-                grown = np.empty((added.shape[1], capacity), np.float32)
-                grown[:, : self.rows] = self.columns[:, : self.rows]
-                self.columns = grown
-            self.columns[:, self.rows : needed] = added.T
-            self.rows = needed
-        new = {
-            m: (o, c)
-            for m, o, c in zip(snapshot.memory_ids, snapshot.occurred_at, snapshot.created_at, strict=True)
-            if m not in self.known
-        }
-        if new:
-            self.timeline = sorted([*self.timeline, *((o, c, m) for m, (o, c) in new.items())])
-            self._places = None
-        self.memory_ids.extend(snapshot.memory_ids)
-        self._first = None
-        self.known.update(snapshot.memory_ids)
-        self.memories = len(self.known)
-        self.version = snapshot.version
-        self.newest = max([*snapshot.created_at, *([self.newest] if self.newest else [])], default=None)
-
-    def nearest(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
-        """The ``limit`` nearest memories as (memory_id, cosine distance), ordered like the SQL
-        (distance, then memory_id); a memory counts through its nearest window."""
-        if self.rows == 0:
-            return []
-        query = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(query))
-        distances = 1.0 - (query / (norm or 1.0)) @ self.columns[:, : self.rows]
-        depth = min(self.rows, limit + self.rows - self.memories)  # enough rows to hold `limit` memories
-        if depth < self.rows:
-            kth = np.partition(distances, depth - 1)[depth - 1]
-            picked = np.flatnonzero(distances <= kth)  # every row tied at the cut, so ties break by id
-        else:
-            picked = np.arange(self.rows)
-        ids = self.memory_ids
-        ranked = sorted(zip(distances[picked].tolist(), [ids[i] for i in picked.tolist()], strict=True))
-        found: dict[str, float] = {}
-        for distance, memory_id in ranked:
-            found.setdefault(memory_id, distance)
-            if len(found) == limit:
-                break
-        return list(found.items())
-
-
-def _without(snapshot: SessionVectors, known: set[str]) -> SessionVectors:
-    """The snapshot without the rows of memories already held."""
-    keep = [i for i, memory_id in enumerate(snapshot.memory_ids) if memory_id not in known]
-    if len(keep) == len(snapshot.memory_ids):
-        return snapshot
-    return replace(
-        snapshot,
-        memory_ids=[snapshot.memory_ids[i] for i in keep],
-        created_at=[snapshot.created_at[i] for i in keep],
-        occurred_at=[snapshot.occurred_at[i] for i in keep],
-        embeddings=snapshot.embeddings.reshape(len(snapshot.memory_ids), -1)[keep],
-    )
-
-
 class VectorCache:
     """Exact nearest memories per session, from memory when the session allows, else PostgreSQL."""
 
@@ -175,8 +47,8 @@ class VectorCache:
         threadpool_limits(limits=1, user_api="blas")
         self._budget = budget_bytes
         self._exact_max = exact_max
-        self._copies: OrderedDict[str, _Copy] = OrderedDict()
-        self._memory_bytes = 384 * 4 + _ID_BYTES  # per memory, until a copy shows the real dimension
+        self._copies: OrderedDict[str, Copy] = OrderedDict()
+        self._memory_bytes = 384 * 4 + ID_BYTES  # per memory, until a copy shows the real dimension
         self._refresh_lock = anyio.Lock()
         self.loads = 0  # whole sessions read into a copy
         self.appends = 0  # copies brought up to date with only the memories added since
@@ -200,13 +72,16 @@ class VectorCache:
         limit: int,
         ef_search: int,
         version: SessionVersion | None = None,
+        filters: RecallFilter | None = None,
     ) -> list[list[tuple[str, float]]]:
-        """Per query vector, the ``limit`` nearest memories of ``session`` as (memory_id, distance),
-        nearest first, ties by memory_id; the same lists as ``Repository.vector_search``.
+        """Per query vector, the ``limit`` nearest memories of ``session`` that pass ``filters`` as
+        (memory_id, distance), nearest first, ties by memory_id; the same lists as ``Repository.vector_search``.
 
         Exact up to float32 rounding (distances agree with pgvector's within 1e-6) for sessions of
         at most ``exact_max`` memories; HNSW (recall@10 0.97 at ef_search 800, measured) above.
         ``version``: the session's version if the caller has just read it (saves a round trip).
+        A time filter is applied to the copy's columns before the cut; a metadata filter, which
+        the copy does not hold, makes PostgreSQL scan the session (exactly).
 
         Raises:
             DatabaseUnavailable: PostgreSQL could not be reached.
@@ -218,26 +93,36 @@ class VectorCache:
             return [[] for _ in vectors]
         if version.memories > self._exact_max:
             self._copies.pop(session, None)
-            return await repository.vector_search(session, vectors, limit, ef_search, exact=False)
+            return await repository.vector_search(
+                session, vectors, limit, ef_search, exact=False, filters=filters, exact_max=self._exact_max
+            )
+        if filters is not None and filters.metadata:
+            return await repository.vector_search(session, vectors, limit, ef_search, exact=True, filters=filters)
         copy = self._copies.get(session)
         if copy is None or copy.version != version:
             copy = await self._refresh(repository, session, version)
         else:
             self.hits += 1
         if copy is None:
-            return await repository.vector_search(session, vectors, limit, ef_search, exact=True)
+            return await repository.vector_search(session, vectors, limit, ef_search, exact=True, filters=filters)
         self._copies.move_to_end(session)
-        return [copy.nearest(vector, limit) for vector in vectors]
+        columns = copy.passing(filters.since, filters.until) if filters is not None else None
+        return [copy.nearest(vector, limit, columns) for vector in vectors]
 
-    def neighbours(self, session: str, memory_ids: list[str], span: int, max_gap_s: float) -> dict[str, list[str]] | None:
-        """The chronological neighbours of ``memory_ids`` from the session's copy, as
-        ``Repository.neighbours`` returns them; None when the session has no copy (ask PostgreSQL).
+    def neighbours(
+        self, session: str, memory_ids: list[str], span: int, max_gap_s: float, filters: RecallFilter | None = None
+    ) -> dict[str, list[str]] | None:
+        """The chronological neighbours of ``memory_ids`` that pass ``filters`` from the session's copy,
+        as ``Repository.neighbours`` returns them; None when the session has no copy or the filter
+        names metadata, which the copy does not hold (ask PostgreSQL).
 
         Call it after ``nearest`` in the same recall: the copy was then checked against the
         session's version a few milliseconds before.
         """
         copy = self._copies.get(session)
-        return None if copy is None else copy.neighbours(memory_ids, span, max_gap_s)
+        if copy is None or (filters is not None and filters.metadata):
+            return None
+        return copy.neighbours(memory_ids, span, max_gap_s, *((filters.since, filters.until) if filters else (None, None)))
 
     def vectors(self, session: str, memory_ids: list[str]) -> dict[str, np.ndarray] | None:
         """Unit vectors (window 0) of ``memory_ids`` from the session's copy, keyed by id (ids it lacks
@@ -248,7 +133,7 @@ class VectorCache:
         copy = self._copies.get(session)
         return None if copy is None else copy.vectors(memory_ids)
 
-    async def _refresh(self, repository: Repository, session: str, seen: SessionVersion) -> _Copy | None:
+    async def _refresh(self, repository: Repository, session: str, seen: SessionVersion) -> Copy | None:
         """Bring the session's copy up to date; None when it does not fit the budget."""
         if seen.memories * self._memory_bytes > self._budget:
             self._copies.pop(session, None)
@@ -262,7 +147,7 @@ class VectorCache:
                 # another order than they started (created_at is the start), and those are found
                 # here instead of forcing a reload.
                 since = copy.newest - _LATE_COMMIT if copy.newest else None
-                delta = _without(await repository.session_vectors(session, since), copy.known)
+                delta = without(await repository.session_vectors(session, since), copy.known)
                 now, then = delta.version, copy.version
                 added = set(delta.memory_ids)
                 if now.version == then.version:
@@ -280,7 +165,7 @@ class VectorCache:
             if copy is None:
                 snapshot = await repository.session_vectors(session, None)
                 self.loads += 1
-                copy = _Copy(snapshot) if snapshot.memory_ids else None
+                copy = Copy(snapshot) if snapshot.memory_ids else None
                 if copy is not None:
                     self._memory_bytes = max(copy.nbytes // copy.memories, 1)
             if copy is None or copy.memories > self._exact_max:  # emptied, or grown past the exact scan

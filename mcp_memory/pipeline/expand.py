@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mcp_memory.db.repository import Repository
+from mcp_memory.models import RecallFilter
 from mcp_memory.settings import RecallSettings
 
 __all__ = ["expand"]
@@ -28,12 +29,14 @@ async def expand(
     query: str,
     fused: Sequence[tuple[str, float]],
     settings: RecallSettings,
+    filters: RecallFilter | None = None,
 ) -> list[str]:
     """The ``prf`` list: memory_ids by BM25 of ``query`` plus the words of the top fused memories.
 
     Args:
         fused: (memory_id, score) of the first fusion, best first; the first ``prf_memories`` feed back.
         settings: ``prf_memories``, ``prf_terms`` and ``keyword_candidates`` (the list's depth).
+        filters: the recall's filter; only memories that pass are scored.
 
     Returns:
         memory_ids, best first; empty when there is nothing to feed back.
@@ -42,6 +45,6 @@ async def expand(
     if not top:
         return []
     hits = await repository.expanded_keyword_search(
-        session, query, top, settings.prf_terms, _ADDED_WORD_WEIGHT, settings.keyword_candidates
+        session, query, top, settings.prf_terms, _ADDED_WORD_WEIGHT, settings.keyword_candidates, filters
     )
     return [memory_id for memory_id, _ in hits]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from mcp_memory.deps import Ready
-from mcp_memory.models import Candidate
+from mcp_memory.models import Candidate, RecallFilter
 from mcp_memory.pipeline.expand import expand
 from mcp_memory.pipeline.implicit_updates import order_updates
 from mcp_memory.settings import RecallSettings
@@ -43,7 +43,13 @@ class Fused:
 
 
 async def fuse(
-    ready: Ready, session: str, query: str, lists: Mapping[str, list[str]], tuning: RecallSettings, top_k: int
+    ready: Ready,
+    session: str,
+    query: str,
+    lists: Mapping[str, list[str]],
+    tuning: RecallSettings,
+    top_k: int,
+    filters: RecallFilter | None = None,
 ) -> Fused:
     """Fuse ``lists`` into the candidate pool of ``session`` for ``query``.
 
@@ -51,6 +57,7 @@ async def fuse(
     feedback (``prf_memories``), fused in as the ``prf`` list; neighbour spreading from the
     top ``neighbor_anchors`` (in-process copies when present, else PostgreSQL); the fetch of the
     pool's rows; ``adjust`` (half-life, importance); ``order_updates`` (``implicit_updates``).
+    ``filters`` holds inside feedback, spreading (neighbours among the memories that pass) and the fetch.
     """
     lists = dict(lists)
     weights = {
@@ -64,19 +71,18 @@ async def fuse(
         "prf": tuning.prf_weight,
     }
     fused = rrf(lists, weights, tuning.rrf_k, tuning.rewrite_weight)
-    if tuning.prf_memories and fused and (feedback := await expand(ready.repository, session, query, fused, tuning)):
+    if tuning.prf_memories and fused and (feedback := await expand(ready.repository, session, query, fused, tuning, filters)):
         lists["prf"] = feedback
         fused = rrf(lists, weights, tuning.rrf_k, tuning.rewrite_weight)
     if tuning.neighbor_weight > 0 and fused:
         anchors = [memory_id for memory_id, _ in fused[: tuning.neighbor_anchors]]
-        neighbours = ready.vectors.neighbours(session, anchors, tuning.neighbor_span, tuning.neighbor_max_gap_s)
-        if neighbours is None:  # no in-process copy of this session
-            neighbours = await ready.repository.neighbours(
-                session, anchors, tuning.neighbor_span, tuning.neighbor_max_gap_s
-            )
+        span, gap = tuning.neighbor_span, tuning.neighbor_max_gap_s
+        neighbours = ready.vectors.neighbours(session, anchors, span, gap, filters)
+        if neighbours is None:  # no in-process copy of this session (or a metadata filter)
+            neighbours = await ready.repository.neighbours(session, anchors, span, gap, filters)
         fused = spread(fused, neighbours, tuning.neighbor_weight, tuning.neighbor_aggregate)
     pool = fused[: max(top_k * 2, top_k + 10)]
-    rows = await ready.repository.fetch(session, [memory_id for memory_id, _ in pool])
+    rows = await ready.repository.fetch(session, [memory_id for memory_id, _ in pool], filters)
     candidates = [rows[i].model_copy(update={"score": s}) for i, s in pool if i in rows]
     candidates = adjust(candidates, datetime.now(UTC), tuning.half_life_days, tuning.importance_weight)
     if tuning.implicit_updates:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from mcp_memory.deps import Ready
-from mcp_memory.models import Candidate, RecalledMemory, RecallResult
+from mcp_memory.models import Candidate, RecalledMemory, RecallFilter, RecallResult
 from mcp_memory.pipeline.answer import answer
 from mcp_memory.pipeline.audit import record
 from mcp_memory.pipeline.fuse import fuse
@@ -82,11 +82,16 @@ def _first_windows(ready: Ready) -> Callable[[list[str]], Awaitable[list[np.ndar
 
 
 async def recall(
-    ready: Ready, session: str, query: str, top_k: int | None = None, include_superseded: bool = False
+    ready: Ready,
+    session: str,
+    query: str,
+    top_k: int | None = None,
+    include_superseded: bool = False,
+    filters: RecallFilter | None = None,
 ) -> RecallResult:
     """Find the memories of ``session`` that answer ``query`` (``trace``) and write its audit row;
     unless ``privacy.secrets`` is keep, the row's query and planned queries have secrets redacted."""
-    result, detail = await trace(ready, session, query, top_k, include_superseded)
+    result, detail = await trace(ready, session, query, top_k, include_superseded, filters)
     if ready.settings.privacy.secrets != "keep":
         detail = {**detail, "query": redact(detail["query"], "query")[0],
                   "queries": [redact(planned, "query")[0] for planned in detail["queries"]]}
@@ -95,7 +100,12 @@ async def recall(
 
 
 async def trace(
-    ready: Ready, session: str, query: str, top_k: int | None = None, include_superseded: bool = False
+    ready: Ready,
+    session: str,
+    query: str,
+    top_k: int | None = None,
+    include_superseded: bool = False,
+    filters: RecallFilter | None = None,
 ) -> tuple[RecallResult, dict[str, Any]]:
     """Find the memories of ``session`` that answer ``query``; answer from them if a model is set.
 
@@ -109,6 +119,9 @@ async def trace(
             one, the number of candidates it may cite.
         include_superseded: keep superseded memories (each below its successor) and add each
             current memory's history; by default only a question about the past does.
+        filters: since/until/metadata (``pipeline.filters.check_filter``); applied inside every
+            list, the feedback, the neighbours, the supersession reads and the fetch, so no memory
+            outside it is ever returned. None or empty: the whole session.
 
     Returns:
         (RecallResult, detail): with an answer model, its answer (or the fixed refusal) and only
@@ -126,14 +139,15 @@ async def trace(
     check_text("query", query, limits.max_query_chars)
     top_k = check_top_k(limits.default_top_k if top_k is None else top_k, limits)
     clock = _Clock()
+    applied = filters if filters is not None and not filters.empty else None
 
     plan = await plan_query(query, ready.llm, settings.llm.max_plan_queries, session=session)
     clock.lap("plan")
     # The vector list reaches at least top_k deep, so a session of top_k memories fills the result.
     depth = tuning.model_copy(update={"vector_candidates": max(tuning.vector_candidates, top_k)})
-    searched = await search(ready.repository, ready.vectors, session, plan, _first_windows(ready), depth)
+    searched = await search(ready.repository, ready.vectors, session, plan, _first_windows(ready), depth, applied)
     clock.split("embed", "search", searched.embed_ms)
-    fused = await fuse(ready, session, query, searched.lists, tuning, top_k)
+    fused = await fuse(ready, session, query, searched.lists, tuning, top_k, applied)
     candidates, lists = fused.candidates, fused.lists
     clock.lap("fuse")
     rerank_note = None
@@ -142,7 +156,9 @@ async def trace(
         candidates, rerank_note = reranked.candidates, reranked.note
         clock.lap("rerank")
 
-    preferred = await prefer_current(ready.repository, session, query, candidates, top_k, include_superseded)
+    preferred = await prefer_current(
+        ready.repository, session, query, candidates, top_k, include_superseded, applied
+    )
     candidates = preferred.candidates
     clock.lap("supersede")
 
@@ -154,7 +170,8 @@ async def trace(
         cited = set(outcome.cited)
         selected = [candidate for candidate in candidates if candidate.memory_id in cited]
     result = _bounded(
-        RecallResult(answer=outcome.text, memories=[_recalled(c) for c in selected], answerable=outcome.answerable),
+        RecallResult(answer=outcome.text, memories=[_recalled(c) for c in selected], answerable=outcome.answerable,
+                     filters=filters),
         limits.max_response_chars,
     )
 
@@ -163,6 +180,7 @@ async def trace(
         "top_k": top_k,
         "queries": plan.queries,
         "time_window": plan.time_window.model_dump(mode="json") if plan.time_window else None,
+        "filters": filters.model_dump(mode="json") if filters is not None else None,
         "plan_notes": plan.notes,
         **({"rerank_note": rerank_note} if tuning.rerank_url else {}),
         **({"embed_note": searched.embed_note} if searched.embed_note else {}),

@@ -22,7 +22,7 @@ import numpy as np
 
 from mcp_memory.db.repository import Repository
 from mcp_memory.errors import EmbeddingError, McpMemoryError
-from mcp_memory.models import Plan
+from mcp_memory.models import Plan, RecallFilter
 from mcp_memory.settings import RecallSettings
 from mcp_memory.embedding.vector_cache import VectorCache
 
@@ -120,6 +120,7 @@ async def search(
     plan: Plan,
     embed: Callable[[list[str]], Awaitable[list[np.ndarray]]],
     settings: RecallSettings,
+    filters: RecallFilter | None = None,
 ) -> Searched:
     """Embed the plan's queries and run every list of one recall, all at once.
 
@@ -132,6 +133,8 @@ async def search(
         vector_cache: the vector lists' source (in-process copies, else PostgreSQL).
         plan: retrieval queries (original first) and an optional time window.
         embed: the embedder's ``embed_batch``; called once, with all of the plan's queries.
+        filters: the caller's since/until/metadata; every list is searched inside it (each list's
+            LIMIT applies to the memories that pass, never before).
 
     Returns:
         Searched: list name -> memory_ids, best first (empty lists left out), the
@@ -159,7 +162,7 @@ async def search(
         if not vectors:  # the embedding failed: keyword and time lists only
             return
         found = await vector_cache.nearest(
-            repository, session, vectors, settings.vector_candidates, settings.hnsw_ef_search, version
+            repository, session, vectors, settings.vector_candidates, settings.hnsw_ef_search, version, filters
         )
         for index, hits in enumerate(found):
             lists[f"vector:{index}"] = [memory_id for memory_id, _ in hits]
@@ -176,29 +179,37 @@ async def search(
         embedded.set(vectors)
 
     async def keyword_list(index: int, query: str) -> None:
-        hits = await repository.keyword_search(session, query, settings.keyword_candidates, settings.max_keyword_terms)
+        hits = await repository.keyword_search(
+            session, query, settings.keyword_candidates, settings.max_keyword_terms, filters
+        )
         lists[f"keyword:{index}"] = [memory_id for memory_id, _ in hits]
 
     async def trigram_list(name: str, terms: list[str], threshold: float) -> None:
-        hits = await repository.trigram_search(session, terms, settings.keyword_candidates, threshold)
+        hits = await repository.trigram_search(session, terms, settings.keyword_candidates, threshold, filters)
         lists[name] = [memory_id for memory_id, _ in hits]
 
     async def cjk_list() -> None:
         weights = [1.0] * len(bigrams) + [settings.cjk_unigram_weight] * len(characters)
-        hits = await repository.gram_search(session, bigrams + characters, settings.keyword_candidates, weights)
+        hits = await repository.gram_search(
+            session, bigrams + characters, settings.keyword_candidates, weights, filters
+        )
         lists["bigram:cjk"] = [memory_id for memory_id, _ in hits]
 
     async def entity_list(names: list[str]) -> None:
-        hits = await repository.entity_keyword_search(session, plan.queries[0], names, settings.keyword_candidates)
+        hits = await repository.entity_keyword_search(
+            session, plan.queries[0], names, settings.keyword_candidates, filters
+        )
         lists["entity"] = [memory_id for memory_id, _ in hits]
 
     async def recent_list() -> None:
-        lists["recent"] = await repository.recent(session, settings.recent_candidates)
+        lists["recent"] = await repository.recent(session, settings.recent_candidates, filters)
 
     async def window_list() -> None:
         assert plan.time_window is not None
         window = plan.time_window
-        lists["window"] = await repository.in_window(session, window.start, window.end, settings.window_candidates)
+        lists["window"] = await repository.in_window(
+            session, window.start, window.end, settings.window_candidates, filters
+        )
 
     embedded = _Result()
     try:

@@ -28,7 +28,7 @@ from typing import Any
 
 from mcp_memory.db.repository import Repository
 from mcp_memory.db.supersessions import MAX_CHAIN
-from mcp_memory.models import Candidate
+from mcp_memory.models import Candidate, RecallFilter
 
 __all__ = ["Preferred", "asks_about_past", "prefer_current", "rank"]
 
@@ -152,13 +152,21 @@ def rank(
 
 
 async def prefer_current(
-    repository: Repository, session: str, query: str, pool: list[Candidate], top_k: int, include_superseded: bool
+    repository: Repository,
+    session: str,
+    query: str,
+    pool: list[Candidate],
+    top_k: int,
+    include_superseded: bool,
+    filters: RecallFilter | None = None,
 ) -> Preferred:
     """Rank ``pool`` (fused, best first) so current memories come first, and cut it to ``top_k``.
 
     Reads the database only when the pool needs it: the current successors of superseded
     memories whose chain leaves the pool, and, with history, what the current memories superseded.
-    A pool with no supersession in it is returned as it was (cut to top_k).
+    A pool with no supersession in it is returned as it was (cut to top_k). Nothing outside
+    ``filters`` is read: a superseded memory whose current successor lies outside stays where it
+    ranked (the chain cannot be followed inside the filter), and history outside is left out.
 
     Returns:
         Preferred: the candidates, and for the audit ``{"past_question", "include_superseded",
@@ -175,12 +183,12 @@ async def prefer_current(
         return Preferred(pool[:top_k], {**detail, **quiet})
     by_id = {candidate.memory_id: candidate for candidate in pool}
     leaving = [c.memory_id for c in pool if c.superseded_by and _pool_end(c, by_id) is None]
-    successors = await repository.current_successors(session, leaving) if leaving else {}
+    successors = await repository.current_successors(session, leaving, filters) if leaving else {}
     predecessors: dict[str, list[Candidate]] = {}
     if history:
         heads = [c.memory_id for c in pool if c.superseded_by is None and c.superseded_others]
         heads = list(dict.fromkeys([*heads, *(s.memory_id for s in successors.values())]))
         if heads:
-            predecessors = await repository.predecessors(session, heads, limit=max(top_k, 1) * len(heads))
+            predecessors = await repository.predecessors(session, heads, max(top_k, 1) * len(heads), filters)
     ranked, events = rank(pool, successors, predecessors, history, top_k)
     return Preferred(ranked, {**detail, **events})
