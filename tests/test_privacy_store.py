@@ -79,6 +79,13 @@ async def test_a_recall_query_holding_a_secret_is_audited_redacted(client):
         "which service uses [redacted: aws-access-key]?", ["which service uses [redacted: aws-access-key]?"])
 
 
+async def test_a_metadata_filter_value_holding_a_secret_is_audited_redacted(client):
+    await store(client, "ops", "The deploy runs at noon.")
+    await call(client, "recall_memory", {"session": "ops", "query": "deploy", "metadata": {"key": AWS, "n": 2}})
+    audits = await call(client, "list_audits", {"session": "ops", "kind": "recall"})
+    assert audits["audits"][0]["detail"]["filters"]["metadata"] == {"key": "[redacted: aws-access-key]", "n": 2}
+
+
 async def test_the_keyword_index_and_the_vectors_hold_the_redacted_text(client, deps, pg_url):
     await store(client, "ops", SAID)
     lexemes = {row["lexeme"] for row in await _rows(pg_url, "SELECT lexeme FROM memory_terms")}

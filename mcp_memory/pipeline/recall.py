@@ -90,11 +90,16 @@ async def recall(
     filters: RecallFilter | None = None,
 ) -> RecallResult:
     """Find the memories of ``session`` that answer ``query`` (``trace``) and write its audit row;
-    unless ``privacy.secrets`` is keep, the row's query and planned queries have secrets redacted."""
+    unless ``privacy.secrets`` is keep, the row's query, planned queries and metadata filter values
+    have secrets redacted."""
     result, detail = await trace(ready, session, query, top_k, include_superseded, filters)
     if ready.settings.privacy.secrets != "keep":
         detail = {**detail, "query": redact(detail["query"], "query")[0],
                   "queries": [redact(planned, "query")[0] for planned in detail["queries"]]}
+        if detail["filters"] and detail["filters"].get("metadata"):
+            metadata = {key: redact(value, "metadata")[0] if isinstance(value, str) else value
+                        for key, value in detail["filters"]["metadata"].items()}
+            detail["filters"] = {**detail["filters"], "metadata": metadata}
     await record(ready.repository, session, "recall", detail)
     return result
 
