@@ -128,6 +128,11 @@ def _tools(settings: Settings, deps: Deps, gate: Gate) -> list[Callable[..., Any
                   "successor. Without it a superseded memory appears only for questions about the past, or right "
                   "below its successor when only its own wording matched the question."),
         ] = False,
+        as_of: Annotated[
+            str | None,
+            Field(description="When the question is asked, ISO 8601 (2025-03-14T09:30:00+01:00 or 2025-03-14); no "
+                  "zone means UTC; omitted means now. Words such as yesterday or last week count back from it."),
+        ] = None,
     ) -> RecallResult:
         """Find the memories of a session that answer a question.
 
@@ -138,7 +143,7 @@ def _tools(settings: Settings, deps: Deps, gate: Gate) -> list[Callable[..., Any
         """
         gate.admit(session)
         ready = await deps.ready()
-        return await recall(ready, session, query, top_k, include_superseded)
+        return await recall(ready, session, query, top_k, include_superseded, as_of)
 
     async def delete_memory(
         session: Session,
