@@ -26,13 +26,13 @@ Failure policy: never raises for a question; anything unparsed is no window.
 from __future__ import annotations
 
 import re
-from datetime import datetime, time, timedelta
+from datetime import UTC, datetime, time, timedelta
 from functools import cache
 from typing import Any
 
 from mcp_memory.models import TimeWindow
 
-__all__ = ["MAY", "TIME_WORDS", "expression_window", "mentions_time"]
+__all__ = ["MAY", "TIME_WORDS", "expression_window", "mentions_time", "warm"]
 
 # Words and numbers that name a time or period in English (in other languages only numeric dates and
 # years); the LLM planner's guard (plan.names_time) reads the same list. "May" counts only
@@ -74,6 +74,14 @@ def _parsers() -> tuple[Any, Any]:
     from dateparser.search import search_dates
 
     return search_dates, DateDataParser
+
+
+def warm() -> None:
+    """Import dateparser and load its English and Chinese data (0.2-1 s), so the first question with a
+    time word does not pay it (a 600 ms p99 at concurrency 1 without; benchmarks/RESULTS.md)."""
+    now = datetime.now(UTC)
+    expression_window("what did I do yesterday?", now)
+    expression_window("我昨天做了什么？", now)
 
 
 def _settings(base: datetime) -> dict[str, Any]:
