@@ -7,13 +7,13 @@ audit). The original query is always the first retrieval query.
 A time window is kept only when the question itself names a time (``names_time``): a small local
 model gives one for every question, mostly "today" (Qwen2.5-0.5B on 60 of 60 LoCoMo questions,
 evals/README.md), and in a live session such a window would pull the day's memories into every
-recall.
+recall. Without a window from the model, ``recall.time_expressions`` reads one from the question
+itself (``time_expressions.py``); the model's window wins.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from datetime import UTC, datetime, time
 from typing import Any
 
