@@ -26,6 +26,7 @@ import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,9 @@ LEVERS: dict[str, Mode] = {
         Mode("entity0.5", {"entity_weight": 0.5}, "default + the entity list (weight 0.5)", "entity list, weight 0.5"),
         Mode("prf3-half", {"prf_memories": 3, "prf_weight": 0.5}, "default + feedback from the top 3 (list weight 0.5)",
              "pseudo-relevance feedback, 3 memories, list weight 0.5"),
+        Mode("time-expressions", {"time_expressions": True},
+             "default + a time expression in the question as the window (counted from as_of)",
+             "recall.time_expressions off -> on"),
         Mode("prf3+entity0.5", {"prf_memories": 3, "prf_weight": 0.5, "entity_weight": 0.5},
              "default + feedback (3 memories, weight 0.5) + entity list (weight 0.5)", "feedback and entity list, 0.5 each"),
     )
@@ -404,11 +408,17 @@ class McpMemoryRetriever:
         self.stats.expected_duplicates += len(conversation.turns) - len(conversation.documents)
         logger.info("ingested %s: %d turns in %.1f s", session, len(conversation.turns), elapsed_s)
 
-    async def rank(self, conversation: Conversation, question: str, k: int) -> list[tuple[str, ...]]:
-        """Recall with the raw question and map each memory to its dia_ids."""
+    async def rank(
+        self, conversation: Conversation, question: str, k: int, as_of: datetime | None = None
+    ) -> list[tuple[str, ...]]:
+        """Recall with the raw question, asked at ``as_of`` (default: the conversation's last turn,
+        since LoCoMo's questions carry no time and were written after it), and map each memory to its dia_ids."""
         started = time.perf_counter()
         session = f"locomo-{conversation.sample_id}"
-        result = await self._call("recall_memory", {"session": session, "query": question, "top_k": k})
+        asked = as_of or max(turn.occurred_at for turn in conversation.turns)
+        result = await self._call(
+            "recall_memory", {"session": session, "query": question, "top_k": k, "as_of": asked.isoformat()}
+        )
         self.stats.recall_latency_ms.append((time.perf_counter() - started) * 1000)
         self.stats.recalls += 1
         self.stats.truncated += bool(result.get("truncated"))
@@ -432,4 +442,4 @@ class McpMemoryRetriever:
             if self._reuse
             else f"store_memory, turns one at a time in order, {self._concurrency} conversations at once"
         )
-        return {**self._server, "ingest": ingest, "query": "raw question"}
+        return {**self._server, "ingest": ingest, "query": "raw question", "as_of": "the last turn's time, or given"}

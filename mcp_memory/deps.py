@@ -24,6 +24,7 @@ from mcp_memory.embedding.embed import Embedder, OpenAIEmbedder, load_embedder
 from mcp_memory.errors import DatabaseUnavailable, McpMemoryError, SchemaError
 from mcp_memory.llm.client import LlmClient
 from mcp_memory.observe.metrics import Metrics
+from mcp_memory.pipeline.time_expressions import warm as warm_time_expressions
 from mcp_memory.settings import Settings
 from mcp_memory.embedding.vector_cache import VectorCache
 
@@ -101,6 +102,8 @@ class Deps:
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(load_model)
+                if settings.recall.time_expressions:  # dateparser's import and language data, off the first recall
+                    group.start_soon(anyio.to_thread.run_sync, warm_time_expressions)
                 if url is None:
                     url = await anyio.to_thread.run_sync(start_embedded, settings.data_dir)
         except ExceptionGroup as failed:  # report the component's own error, not "unhandled errors in a TaskGroup"

@@ -188,6 +188,9 @@ class Plan(BaseModel):
 
     queries: list[str]
     time_window: TimeWindow | None = None
+    time_window_source: Literal["llm", "expression"] | None = Field(
+        None, description="Who named the window: the LLM planner, or a time expression read from the question."
+    )
     notes: list[str] = Field(default_factory=list, description="Why the plan fell back or dropped a part.")
     mode: str | None = Field(None, description="The structured-output mode the planner answered in.")
     fallbacks: list[str] = Field(default_factory=list, description="Output modes the endpoint refused on the way.")

@@ -147,6 +147,11 @@ def _tools(settings: Settings, deps: Deps, gate: Gate) -> list[Callable[..., Any
             Field(description="Only memories whose metadata has every one of these keys with exactly this value "
                   '(e.g. {"project": "apollo", "kind": "decision"}); values are strings, numbers, booleans or null.'),
         ] = None,
+        as_of: Annotated[
+            str | None,
+            Field(description="When the question is asked, ISO 8601 (2025-03-14T09:30:00+01:00 or 2025-03-14); no "
+                  "zone means UTC; omitted means now. Words such as yesterday or last week count back from it."),
+        ] = None,
     ) -> RecallResult:
         """Find the memories of a session that answer a question.
 
@@ -160,7 +165,7 @@ def _tools(settings: Settings, deps: Deps, gate: Gate) -> list[Callable[..., Any
         given = since is not None or until is not None or metadata is not None
         filters = check_filter(since, until, metadata, limits) if given else None
         ready = await deps.ready()
-        return await recall(ready, session, query, top_k, include_superseded, filters)
+        return await recall(ready, session, query, top_k, include_superseded, filters, as_of)
 
     async def delete_memory(
         session: Session,

@@ -133,6 +133,11 @@ class RecallSettings(SettingsGroup):
     )
     recent_weight: float = Field(0.1, ge=0)
     window_weight: float = Field(1.0, ge=0)
+    time_expressions: bool = Field(
+        False,
+        description="Without an LLM window, a time expression in the question (yesterday, last week, in March, 上周)"
+        " becomes the time window, counted from recall's as_of (pipeline/time_expressions.py).",
+    )
     rewrite_weight: float = Field(
         0.5,
         ge=0,

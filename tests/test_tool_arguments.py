@@ -93,5 +93,5 @@ async def test_an_unknown_argument_next_to_include_superseded_is_refused_on_one_
 
     assert result.is_error
     assert result.content[0].text == ("Error executing tool recall_memory: history\\nplease: is not an argument of "
-                                      "recall_memory; it takes include_superseded, metadata, query, session, since, "
-                                      "top_k, until")
+                                      "recall_memory; it takes as_of, include_superseded, metadata, query, session, "
+                                      "since, top_k, until")

@@ -7,19 +7,20 @@ audit). The original query is always the first retrieval query.
 A time window is kept only when the question itself names a time (``names_time``): a small local
 model gives one for every question, mostly "today" (Qwen2.5-0.5B on 60 of 60 LoCoMo questions,
 evals/README.md), and in a live session such a window would pull the day's memories into every
-recall.
+recall. Without a window from the model, ``recall.time_expressions`` reads one from the question
+itself (``time_expressions.py``); the model's window wins.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from datetime import UTC, datetime, time
 from typing import Any
 
 from mcp_memory.errors import ChatError, InvalidInput
 from mcp_memory.llm.client import LlmClient
 from mcp_memory.models import Plan, TimeWindow
+from mcp_memory.pipeline.time_expressions import MAY, TIME_WORDS, expression_window
 from mcp_memory.pipeline.validate import parse_occurred_at
 
 __all__ = ["PLAN_SCHEMA", "names_time", "plan_query"]
@@ -57,27 +58,9 @@ _SYSTEM = (
 )
 
 
-# Words and numbers that name a time or period (English; in other languages only numeric dates and
-# years count). "May" counts only capitalised ("may I ..." names no time).
-_MONTHS = (
-    "january|february|march|april|june|july|august|september|october|november|december"
-)
-_UNITS = "day|days|week|weeks|weekend|month|months|year|years|summer|winter|spring|autumn|fall|night|morning"
-_TIME_WORDS = re.compile(
-    rf"\b(?:{_MONTHS}|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
-    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-    r"|yesterday|today|tonight|tomorrow|recently|lately|ago|christmas|easter|new year's"
-    rf"|(?:last|this|next|past|previous|coming|same)\s+(?:{_UNITS})"
-    r"|(?:19|20)\d\d(?:s)?)\b"
-    r"|\b\d{1,4}[-/]\d{1,2}(?:[-/]\d{1,4})?\b|\b\d{1,2}\.\d{1,2}\.\d{2,4}\b",
-    re.IGNORECASE,
-)
-_MAY = re.compile(r"\bMay\b")
-
-
 def names_time(question: str) -> bool:
     """Whether ``question`` names a date or period ("last May", "in 2023", "yesterday", "3/14")."""
-    return bool(_TIME_WORDS.search(question) or _MAY.search(question))
+    return bool(TIME_WORDS.search(question) or MAY.search(question))
 
 
 def _window(raw: Any, notes: list[str], question: str) -> TimeWindow | None:
@@ -112,19 +95,39 @@ async def plan_query(
     now: datetime | None = None,
     *,
     session: str,
+    time_expressions: bool = False,
 ) -> Plan:
-    """Plan the retrieval queries for ``query``.
+    """Plan the retrieval queries for ``query``, and the time window it names.
+
+    The LLM planner's window wins; without one (no plan model, a failure, or a plan without a
+    window) and with ``time_expressions``, a time expression in the question becomes the window
+    (``time_expressions.expression_window``). ``Plan.time_window_source`` says which.
 
     Args:
+        now: the moment the question is asked (recall's ``as_of``); default now. "Today" for
+            the planner, and what "yesterday" or "last week" count back from.
         session: the session recalled from; the planner's token usage is counted there.
+        time_expressions: read a window from the question when the planner gave none.
 
     Returns:
         A Plan whose first query is ``query`` itself, followed by up to ``max_queries``
-        distinct rewrites, with a time window when the model gave a parseable one.
+        distinct rewrites, with a time window when the model gave a parseable one or the
+        question names a period.
     """
+    as_of = now or datetime.now(UTC)
+    plan = await _llm_plan(query, llm, max_queries, as_of, session)
+    if plan.time_window is not None:
+        return plan.model_copy(update={"time_window_source": "llm"})
+    if time_expressions and (window := expression_window(query, as_of)) is not None:
+        return plan.model_copy(update={"time_window": window, "time_window_source": "expression"})
+    return plan
+
+
+async def _llm_plan(query: str, llm: LlmClient, max_queries: int, now: datetime, session: str) -> Plan:
+    """The LLM planner's plan; the literal query alone when there is no plan model or it fails."""
     if llm.model_for("plan") is None:
         return Plan(queries=[query], notes=["no plan model configured"])
-    today = (now or datetime.now(UTC)).date().isoformat()
+    today = now.date().isoformat()
     try:
         reply = await llm.complete_json(
             "plan",

@@ -21,7 +21,7 @@ from mcp_memory.pipeline.plan import plan_query
 from mcp_memory.pipeline.rerank import rerank
 from mcp_memory.pipeline.search import search
 from mcp_memory.pipeline.supersede import prefer_current
-from mcp_memory.pipeline.validate import check_session, check_text, check_top_k
+from mcp_memory.pipeline.validate import check_session, check_text, check_top_k, parse_occurred_at
 from mcp_memory.privacy.redact import redact
 
 __all__ = ["recall", "trace"]
@@ -88,11 +88,12 @@ async def recall(
     top_k: int | None = None,
     include_superseded: bool = False,
     filters: RecallFilter | None = None,
+    as_of: str | None = None,
 ) -> RecallResult:
     """Find the memories of ``session`` that answer ``query`` (``trace``) and write its audit row;
     unless ``privacy.secrets`` is keep, the row's query, planned queries and metadata filter values
     have secrets redacted."""
-    result, detail = await trace(ready, session, query, top_k, include_superseded, filters)
+    result, detail = await trace(ready, session, query, top_k, include_superseded, filters, as_of)
     if ready.settings.privacy.secrets != "keep":
         detail = {**detail, "query": redact(detail["query"], "query")[0],
                   "queries": [redact(planned, "query")[0] for planned in detail["queries"]]}
@@ -111,6 +112,7 @@ async def trace(
     top_k: int | None = None,
     include_superseded: bool = False,
     filters: RecallFilter | None = None,
+    as_of: str | None = None,
 ) -> tuple[RecallResult, dict[str, Any]]:
     """Find the memories of ``session`` that answer ``query``; answer from them if a model is set.
 
@@ -127,6 +129,8 @@ async def trace(
         filters: since/until/metadata (``pipeline.filters.check_filter``); applied inside every
             list, the feedback, the neighbours, the supersession reads and the fetch, so no memory
             outside it is ever returned. None or empty: the whole session.
+        as_of: when the question is asked, ISO 8601 (a date or date-time; no zone is UTC);
+            None is now. "Yesterday" or "last week" in the question count back from it.
 
     Returns:
         (RecallResult, detail): with an answer model, its answer (or the fixed refusal) and only
@@ -134,7 +138,7 @@ async def trace(
         is the audit row's content (candidate lists, fused ranking, stage times in ms).
 
     Raises:
-        InvalidInput: bad session, query or top_k (nothing is searched).
+        InvalidInput: bad session, query, top_k or as_of (nothing is searched).
         DatabaseUnavailable: PostgreSQL failed (an embedding failure only drops the vector
             lists; the audit's ``embed_note`` says so).
     """
@@ -143,10 +147,12 @@ async def trace(
     check_session(session, limits)
     check_text("query", query, limits.max_query_chars)
     top_k = check_top_k(limits.default_top_k if top_k is None else top_k, limits)
+    asked = parse_occurred_at(as_of, field="as_of")
     clock = _Clock()
     applied = filters if filters is not None and not filters.empty else None
 
-    plan = await plan_query(query, ready.llm, settings.llm.max_plan_queries, session=session)
+    plan = await plan_query(query, ready.llm, settings.llm.max_plan_queries, asked, session=session,
+                            time_expressions=tuning.time_expressions)
     clock.lap("plan")
     # The vector list reaches at least top_k deep, so a session of top_k memories fills the result.
     depth = tuning.model_copy(update={"vector_candidates": max(tuning.vector_candidates, top_k)})
@@ -184,8 +190,10 @@ async def trace(
         "query": query,
         "top_k": top_k,
         "queries": plan.queries,
+        "as_of": asked.isoformat(),
         "time_window": plan.time_window.model_dump(mode="json") if plan.time_window else None,
         "filters": filters.model_dump(mode="json") if filters is not None else None,
+        "time_window_source": plan.time_window_source,
         "plan_notes": plan.notes,
         **({"rerank_note": rerank_note} if tuning.rerank_url else {}),
         **({"embed_note": searched.embed_note} if searched.embed_note else {}),

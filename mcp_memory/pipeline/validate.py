@@ -178,8 +178,11 @@ def check_supersedes(supersedes: Any, limits: LimitSettings) -> tuple[str, ...]:
     return tuple(found)
 
 
-def parse_occurred_at(value: str | None, now: datetime | None = None) -> datetime:
+def parse_occurred_at(value: str | None, now: datetime | None = None, field: str = "occurred_at") -> datetime:
     """Parse an ISO 8601 date or date-time; a value with no zone is UTC; None means now.
+
+    ``field`` is the argument named in the error (``occurred_at`` of store_memory, ``as_of`` of
+    recall_memory).
 
     Examples: ``2025-03-14T23:30:00+09:00`` keeps its instant, ``2025-03-14T23:30:00`` is
     23:30 UTC, ``2025-03-14`` is midnight UTC. The host's time zone is never consulted.
@@ -197,7 +200,7 @@ def parse_occurred_at(value: str | None, now: datetime | None = None) -> datetim
         parsed = datetime.fromisoformat(text)
     except ValueError:
         raise InvalidInput(
-            "occurred_at", f"could not parse {value!r} as ISO 8601; use e.g. 2025-03-14T09:30:00+01:00 or 2025-03-14"
+            field, f"could not parse {value!r} as ISO 8601; use e.g. 2025-03-14T09:30:00+01:00 or 2025-03-14"
         ) from None
     if len(text) == 10:  # a bare date parses as midnight
         parsed = datetime.combine(parsed.date(), time(0))
@@ -207,10 +210,10 @@ def parse_occurred_at(value: str | None, now: datetime | None = None) -> datetim
         utc = parsed.astimezone(UTC).replace(tzinfo=None)  # stored as UTC: 0001-01-01T00:00+14:00 is before year 1 there
     except OverflowError:
         raise InvalidInput(
-            "occurred_at", f"{value!r} is outside 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z once in UTC"
+            field, f"{value!r} is outside 0001-01-01T00:00:00Z .. 9999-12-31T23:59:59Z once in UTC"
         ) from None
     if utc in (datetime.min, datetime.max):  # asyncpg writes these as -infinity/infinity and reads them back naive
-        raise InvalidInput("occurred_at", f"{value!r} is PostgreSQL's -infinity or infinity once in UTC; use a time "
+        raise InvalidInput(field, f"{value!r} is PostgreSQL's -infinity or infinity once in UTC; use a time "
                            "after 0001-01-01T00:00:00Z and before 9999-12-31T23:59:59.999999Z")
     return parsed
 
