@@ -47,13 +47,27 @@ def test_two_memories_holding_the_questions_words_pair_older_to_newer_and_a_past
 def test_two_short_memories_need_similar_vectors_as_well_as_the_questions_words() -> None:
     rent = _candidate("rent", "Mara's rent is 950 euros a month, due on the first.", 0, 0.9)
     sold = _candidate("sold", "Mr. Petrov sold the building to Halden Homes, who collect Mara's rent through an app.", 200)
-    pairs = subject_pairs("How much rent does Mara pay?", [rent, sold])
-    assert len(pairs) == 1  # the words alone would pair them
+    others = [_candidate("landlord", "Mara's landlord is Mr. Petrov.", 50), _candidate("phone", "Mara's phone is new.", 60)]
+    window = [rent, *others, sold]
+    pairs = subject_pairs("What is Mara's rent?", window)
+    assert [(a.memory_id, b.memory_id) for a, b in pairs] == [("rent", "sold")]  # the words alone would pair them
     apart = {"rent": np.array([1.0, 0.0]), "sold": np.array([0.6, 0.8])}  # cosine 0.6 ...
-    assert [c.memory_id for c in prefer_later(pairs, [rent, sold], apart)] == ["sold", "rent"]
+    assert [c.memory_id for c in prefer_later(pairs, window, apart)][::3] == ["sold", "phone"]
     apart["sold"] = np.array([0.4, np.sqrt(0.84)])  # ... and 0.4
-    assert [c.memory_id for c in prefer_later(pairs, [rent, sold], apart)] == ["rent", "sold"]
-    assert [c.memory_id for c in prefer_later(pairs, [rent, sold], {})] == ["rent", "sold"]  # no vectors: no move
+    assert prefer_later(pairs, window, apart) == window
+    assert prefer_later(pairs, window, {}) == window  # no vectors: no move
+
+
+def test_a_word_every_candidate_holds_does_not_make_a_subject_and_only_the_first_ten_are_paired() -> None:
+    query = "What does Caroline say about the support group?"
+    old = _candidate("old", "Caroline: the support group met in the library, it was lovely.", 0, 0.9)
+    chat = [_candidate(f"c{i}", f"Caroline: I went for a walk with the group on day {i}.", i + 1) for i in range(3)]
+    later = _candidate("later", "Caroline: our group chat was fun today.", 30)  # two of the words, both common
+    assert subject_pairs(query, [old, *chat, later]) == []
+    new = _candidate("new", "Caroline: the support group moved to the town hall; I still go every week.", 40)
+    assert [(a.memory_id, b.memory_id) for a, b in subject_pairs(query, [old, *chat, later, new])] == [("old", "new")]
+    deep = [old, *[_candidate(f"x{i}", f"Something else {i}.", i) for i in range(9)], new]
+    assert subject_pairs(query, deep) == []  # the newer is 11th: out of reach
 
 
 async def _ranked(settings_recall: dict[str, bool], pg_url: str, work_dir, memories: dict[str, tuple[str, str]],
