@@ -19,9 +19,9 @@ is no higher than that of other pairs of the pool (median 0.38, 90th percentile 
 question's words they share separate them (median 4 shared, against 0 for other pairs and 2 at the
 90th percentile; figures and the run in evals/README.md). Between short memories (both at most
 ``SHORT_CHARS`` characters: a sentence or two) the vectors do tell: there a pair must also have a
-cosine similarity of at least ``SHORT_SIMILARITY``, which keeps "Mara cancelled her gym membership and
-joined the hall near the office" (0.41) from ranking above "Mara's office moved to the third floor"
-for "Where is Mara's office?".
+cosine similarity of at least ``SHORT_SIMILARITY``, which keeps "Mr. Petrov sold the building to Halden
+Homes, who collect Mara's rent through an app" (0.46) below "Mara's rent is 950 euros a month" for
+"What is Mara's rent?".
 
 Detected pairs only reorder, as ``implicit_updates.raise_newer`` does: the newer moves to just above
 the older; nothing is dropped. A question about the past (``supersede.asks_about_past``: "before",
@@ -57,7 +57,8 @@ SHORT_CHARS = 150  # a memory this short is about one thing: its vector can say 
 SHORT_SIMILARITY = 0.5  # cosine two short memories of a pair need
 _QUESTION_WORDS = frozenset(
     "how many much what which who whom whose when where why do does did done currently current still "
-    "time times total number right today these days 什么 哪里 哪儿 多少 现在 目前 几个 怎么 如今".split()
+    "time times total number right today these days "
+    "什么 哪里 哪儿 多少 现在 目前 几个 怎么 如今".split()
 )
 
 
@@ -102,7 +103,8 @@ def subject_pairs(query: str, candidates: Sequence[Candidate]) -> list[tuple[Can
     """(older, newer) pairs among the first ``WINDOW`` candidates about the question's subject, by words
     alone: they share ``same_subject`` words of the question, and those words weigh at least
     ``SHARED_WEIGHT`` of the question's words that any of the n candidates holds, each weighted
-    ``log((n + 1) / (df + 0.5))`` by how many (df) of them hold it. None when the question asks about the past or has no content words."""
+    ``log((n + 1) / (df + 0.5))`` by how many (df) of them hold it. None when the question asks about
+    the past or has no content words."""
     terms = question_terms(query)
     window = list(candidates[:WINDOW])
     if len(window) < 2 or not terms or asks_about_past(query):
