@@ -58,7 +58,7 @@ class Mode:
     step: str
 
 
-_NO_UPDATES = {"implicit_updates": False}  # the stages before the last keep the newer-over-older rule off
+_NO_UPDATES = {"implicit_updates": False, "subject_updates": False}  # the stages before the last: no newer-over-older rule
 _NO_SUPPLEMENT = {"recent_weight": 0, "window_weight": 0, "neighbor_weight": 0, **_NO_UPDATES}
 
 MODES: dict[str, Mode] = {
@@ -113,6 +113,8 @@ MODES: dict[str, Mode] = {
 LEVERS: dict[str, Mode] = {
     mode.name: mode
     for mode in (
+        Mode("subject", {"subject_updates": True}, "default + the same-subject rule (pipeline/subject_updates.py)",
+             "subject_updates false -> true"),
         Mode("span1", {"neighbor_span": 1}, "default, 1 neighbour each side", "neighbor_span 2 -> 1"),
         Mode("span3", {"neighbor_span": 3}, "default, 3 neighbours each side", "neighbor_span 2 -> 3"),
         Mode("span4", {"neighbor_span": 4}, "default, 4 neighbours each side", "neighbor_span 2 -> 4"),

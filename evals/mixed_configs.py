@@ -54,8 +54,12 @@ CONFIGS: dict[str, Config] = {
     config.name: config
     for config in (
         Config("plain", False, False, "neither supersedes nor an LLM: recall's own rules"),
-        Config("plain-no-rule", False, False, "neither, and the implicit-update rule off",
-               {"implicit_updates": False}),
+        Config("plain-no-rule", False, False, "neither, and the no-LLM update rules off",
+               {"implicit_updates": False, "subject_updates": False}),
+        Config("plain-subject", False, False, "neither; the same-subject rule instead of the marked-change rule",
+               {"implicit_updates": False, "subject_updates": True}),
+        Config("plain-both", False, False, "neither; the marked-change and the same-subject rules",
+               {"implicit_updates": True, "subject_updates": True}),
         Config("supersedes", True, False, "explicit supersedes on store_memory"),
         Config("llm", False, True, "the scripted LLM judge on store (a perfect judge)"),
         Config("supersedes+llm", True, True, "explicit supersedes and the scripted LLM judge"),

@@ -67,7 +67,8 @@ def score(question: dict[str, Any], returned: Sequence[str | None], sessions: Se
 
 
 def summarize(questions: Sequence[dict[str, Any]], scores: Sequence[Score]) -> dict[str, dict[str, float | None]]:
-    """Means over all questions, per kind (``kind:update``) and per language (``language:zh``).
+    """Means over all questions, per kind (``kind:update``), per language (``language:zh``) and, for
+    questions with a ``half``, per half and kind (``half:held-out:update``).
 
     Rates are fractions in [0, 1]; the update figures are None for a group without superseded memories.
     """
@@ -76,6 +77,9 @@ def summarize(questions: Sequence[dict[str, Any]], scores: Sequence[Score]) -> d
         groups.setdefault(f"kind:{question['kind']}", []).append(result)
     for question, result in zip(questions, scores, strict=True):
         groups.setdefault(f"language:{question['language']}", []).append(result)
+    for question, result in zip(questions, scores, strict=True):  # a case file split for tuning and held out
+        if "half" in question:
+            groups.setdefault(f"half:{question['half']}:{question['kind']}", []).append(result)
     summary: dict[str, dict[str, float | None]] = {}
     for name, group in groups.items():
         ordering = [s.ordered for s in group if s.ordered is not None]

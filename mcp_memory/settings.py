@@ -180,6 +180,13 @@ class RecallSettings(SettingsGroup):
             " right above the older (pipeline/implicit_updates.py); nothing is dropped."
         ),
     )
+    subject_updates: bool = Field(
+        False,
+        description=(
+            "For a question about the present, rank the later of two candidates about the same subject as the"
+            " question right above the earlier (pipeline/subject_updates.py); nothing is dropped."
+        ),
+    )
     exact_search_max_memories: int = Field(
         20_000, ge=0, description="Sessions up to this size get an exact vector scan; larger ones use HNSW."
     )

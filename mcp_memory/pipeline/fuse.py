@@ -2,7 +2,7 @@
 
 ``fuse`` is the stage's entry: RRF over the lists, pseudo-relevance feedback (a list of its own,
 then RRF again), neighbour spreading, the fetch of the pool's rows, recency/importance
-adjustment and the no-LLM newer-over-older rule. The rest of this module is its pure parts.
+adjustment and the no-LLM newer-over-older rules. The rest of this module is its pure parts.
 
 RRF (Cormack, Clarke and Buettcher, "Reciprocal Rank Fusion outperforms Condorcet and
 individual Rank Learning Methods", SIGIR 2009): ``score(d) = sum_l w_l / (k + rank_l(d))``
@@ -24,6 +24,7 @@ from mcp_memory.deps import Ready
 from mcp_memory.models import Candidate, RecallFilter
 from mcp_memory.pipeline.expand import expand
 from mcp_memory.pipeline.implicit_updates import order_updates
+from mcp_memory.pipeline.subject_updates import order_by_subject
 from mcp_memory.settings import RecallSettings
 
 __all__ = ["Fused", "adjust", "fuse", "is_rewrite", "list_kind", "rrf", "spread"]
@@ -56,8 +57,9 @@ async def fuse(
     Steps, each off when its weight or setting is 0: RRF over the lists; pseudo-relevance
     feedback (``prf_memories``), fused in as the ``prf`` list; neighbour spreading from the
     top ``neighbor_anchors`` (in-process copies when present, else PostgreSQL); the fetch of the
-    pool's rows; ``adjust`` (half-life, importance); ``order_updates`` (``implicit_updates``).
-    ``filters`` holds inside feedback, spreading (neighbours among the memories that pass) and the fetch.
+    pool's rows; ``adjust`` (half-life, importance); ``order_updates`` (``implicit_updates``);
+    ``order_by_subject`` (``subject_updates``). ``filters`` holds inside feedback, spreading
+    (neighbours among the memories that pass) and the fetch.
     """
     lists = dict(lists)
     weights = {
@@ -87,6 +89,8 @@ async def fuse(
     candidates = adjust(candidates, datetime.now(UTC), tuning.half_life_days, tuning.importance_weight)
     if tuning.implicit_updates:
         candidates = await order_updates(ready, session, query, candidates)
+    if tuning.subject_updates:
+        candidates = await order_by_subject(ready, session, query, candidates)
     return Fused(candidates, lists)
 
 

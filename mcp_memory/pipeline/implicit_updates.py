@@ -38,7 +38,8 @@ from mcp_memory.models import Candidate
 from mcp_memory.pipeline.search import trigram_terms
 from mcp_memory.pipeline.supersede import asks_about_past
 
-__all__ = ["FRAME_SIMILARITY", "MARKER_SIMILARITY", "confirms_update", "is_update", "order_updates", "prefer_newer"]
+__all__ = ["FRAME_SIMILARITY", "MARKER_SIMILARITY", "confirms_update", "content_words", "is_update", "order_updates",
+           "prefer_newer", "raise_newer"]
 
 FRAME_SIMILARITY = 0.6  # cosine of a restated pair
 MARKER_SIMILARITY = 0.5  # cosine of a pair whose newer memory marks a change
@@ -88,6 +89,13 @@ def _content(text: str, values_only: bool = False) -> set[str]:
     for run in _CJK.findall(text):
         words.update(run[i : i + 2] for i in range(len(run) - 1) if not set(run[i : i + 2]) <= _FUNCTION_CJK)
     return words
+
+
+@lru_cache(maxsize=4096)
+def content_words(text: str) -> frozenset[str]:
+    """The content words of ``text``: Latin words and numbers in lower case without possessive 's or stop
+    words, and CJK character pairs that are not both function characters."""
+    return frozenset(_content(text))
 
 
 def _first_content(text: str) -> str | None:
@@ -224,10 +232,23 @@ def prefer_newer(candidates: Sequence[Candidate], vectors: Mapping[str, np.ndarr
             older, newer = (first, second) if first.occurred_at < second.occurred_at else (second, first)
             if is_update(older.content, newer.content, similarities[i][j]):
                 pairs.append((older.memory_id, newer.memory_id))
+    return raise_newer(ranked, pairs)
+
+
+def raise_newer(candidates: Sequence[Candidate], pairs: Sequence[tuple[str, str]]) -> list[Candidate]:
+    """Move the newer memory of each (older_id, newer_id) pair to just above the older when it ranks below it.
+
+    The newer takes the older's place (and its score, if that was higher); the older and everything
+    between move down one. Chains resolve newest first; a pair naming a memory not in ``candidates``
+    is ignored.
+    """
+    ranked = list(candidates)
     for _ in range(len(pairs) + 1):  # each pass fixes at least one pair; a chain of n needs n passes
         moved = False
         for older_id, newer_id in pairs:
             places = {c.memory_id: place for place, c in enumerate(ranked)}
+            if older_id not in places or newer_id not in places:
+                continue
             old_place, new_place = places[older_id], places[newer_id]
             if new_place > old_place:
                 newer = ranked.pop(new_place)
