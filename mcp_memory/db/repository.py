@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, TypeVar
@@ -31,6 +30,7 @@ from mcp_memory.db.chronology import ChronologyQueries
 from mcp_memory.db.expansion import ExpansionQueries
 from mcp_memory.db.health import HealthQueries
 from mcp_memory.db.idempotency import IdempotencyQueries, KeyRow, KeyTaken, claim
+from mcp_memory.db.ids import new_memory_id
 from mcp_memory.db.nearest import NearestQueries
 from mcp_memory.db.redaction import RedactionQueries
 from mcp_memory.db.retrieval import RetrievalQueries
@@ -141,7 +141,7 @@ class Repository(
                     " ON CONFLICT (session, content_hash) DO NOTHING"
                     " RETURNING memory_id, occurred_at, length(search_text) AS length",
                     memory.session,
-                    uuid.uuid4(),
+                    new_memory_id(),
                     memory.content,
                     memory.content_hash,
                     memory.occurred_at,

@@ -7,7 +7,7 @@ adjustment and the no-LLM newer-over-older rules. The rest of this module is its
 RRF (Cormack, Clarke and Buettcher, "Reciprocal Rank Fusion outperforms Condorcet and
 individual Rank Learning Methods", SIGIR 2009): ``score(d) = sum_l w_l / (k + rank_l(d))``
 with 1-based ranks and k = 60. Ties break by memory_id so equal scores always come out in the
-same order.
+same order: storage order, as memory ids are time-ordered (``db/ids.py``).
 
 Failure policy: a database error while expanding, spreading or fetching propagates
 (``DatabaseUnavailable``); the stage has no fallback of its own.
