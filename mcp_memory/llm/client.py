@@ -20,17 +20,17 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import openai
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_memory.db.repository import Repository
 from mcp_memory.errors import ChatError, MalformedReply
 from mcp_memory.observe.metrics import Metrics
 from mcp_memory.llm.formats import Mode, error_text, next_mode, parse_json_object, refuses_format, response_format
 from mcp_memory.llm.formats import start_mode
-from mcp_memory.llm.openai_client import OpenAIClient
 from mcp_memory.settings import LlmSettings
+
+if TYPE_CHECKING:
+    import openai
 
 __all__ = ["JsonReply", "LlmClient", "Role"]
 
@@ -103,6 +103,8 @@ class LlmClient:
         self._modes: dict[tuple[str, str], Mode] = {}  # (base_url, model) -> the mode that last answered
         self._token_fields: dict[tuple[str, str], TokenField] = {}  # endpoints that refused max_tokens
         if settings.base_url:
+            from mcp_memory.llm.openai_client import OpenAIClient  # imports openai: only with an endpoint
+
             self._client = OpenAIClient(
                 base_url=settings.base_url,
                 api_key=settings.api_key or "not-needed",
@@ -207,6 +209,8 @@ class LlmClient:
         self, session: str, role: Role, model: str, messages: list[dict[str, str]], fmt: dict[str, Any] | None,
         token_field: TokenField,
     ) -> tuple[str, bool]:
+        import openai  # imported with the client
+
         assert self._client is not None
         extra: dict[str, Any] = {token_field: self._settings.max_output_tokens}
         if fmt is not None:

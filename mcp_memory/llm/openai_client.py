@@ -1,4 +1,9 @@
-"""The openai SDK's client as :class:`~mcp_memory.llm.client.LlmClient` uses it."""
+"""The openai SDK's client as :class:`~mcp_memory.llm.client.LlmClient` uses it.
+
+A module of its own so that ``openai`` is imported only when ``llm.base_url`` is set: importing it
+takes about 0.6 s of CPU (2-core machine), which every command and every server without an LLM
+would otherwise pay at start.
+"""
 
 from __future__ import annotations
 
