@@ -135,7 +135,12 @@ def model_cache(work_dir: Path) -> Path:
 
 
 def make_settings(pg_url: str, data_dir: Path, **overrides: object) -> Settings:
-    """Settings for tests: the shared database, the shared model cache, no LLM."""
+    """Settings for tests: the shared database, the shared model cache (linked into ``data_dir``), no LLM.
+
+    Without the links a fresh ``data_dir`` (a test's tmp_path) rewrote the model to int8 in a child
+    process at each start: seconds of CPU and 480 MB.
+    """
+    seed_model_cache(data_dir)
     return Settings(database_url=pg_url, data_dir=data_dir, **overrides)
 
 

@@ -137,10 +137,15 @@ async def test_an_llm_url_without_any_model_is_a_warning_not_a_failure(pg_url, w
 
 async def test_sessions_that_outgrow_the_vector_copy_budget_are_a_warning_naming_what_would_hold_them(
         client, pg_url, work_dir):
-    for i in range(15):  # about 40 windows each: more than 1 MiB of copies
-        await store(client, f"big:{i % 3}", " ".join(f"Entry {i} line {j} of the long log." for j in range(900)))
+    for i in range(3):  # a few windows each, stored as a user stores them
+        await store(client, f"big:{i}", " ".join(f"Entry {i} line {j} of the long log." for j in range(60)))
     connection = await asyncpg.connect(pg_url)
     try:
+        # 200 more windows per memory, as store writes them: past 1 MiB of copies without embedding 600
+        # windows through the model (34 s of CPU for this test, 8 s now)
+        await connection.execute(
+            "INSERT INTO memory_chunks (session, memory_id, chunk_no, embedding)"
+            " SELECT session, memory_id, 1000 + n, embedding FROM memories, generate_series(1, 200) AS n")
         vectors = await connection.fetchval("SELECT (SELECT count(*) FROM memories) + (SELECT count(*) FROM memory_chunks)")
     finally:
         await connection.close()
@@ -151,6 +156,6 @@ async def test_sessions_that_outgrow_the_vector_copy_budget_are_a_warning_naming
     check = _checks(result)["vector_cache"]
     assert check["status"] == "warn"
     assert check["detail"] == (
-        f"budget 1.0 MiB (recall.vector_cache_mb); the 3 sessions of at most 20000 memories (15 memories, {vectors} "
+        f"budget 1.0 MiB (recall.vector_cache_mb); the 3 sessions of at most 20000 memories (3 memories, {vectors} "
         f"vectors) need {need / 2**20:,.1f} MiB; sessions past it are scanned in PostgreSQL (slower recall); "
         f"recall.vector_cache_mb = {-(-need // 2**20)} would hold them all")

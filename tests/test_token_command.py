@@ -1,13 +1,21 @@
-"""``mcp-memory token new`` prints a token that works once its entry is pasted; ``doctor`` lists tokens, no secrets."""
+"""``mcp-memory token new`` prints a token that works once its entry is pasted; ``doctor`` lists tokens, no secrets.
+
+The first test runs the installed command (token new, a server, doctor), as a user does; the rest
+call the same ``main`` in this process (as tests/test_cli.py does), capturing file descriptors 1 and 2:
+each spawn of the command cost 1.5-2 s of CPU, nearly all of it imports.
+"""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 from bearer import token_client
+
+from mcp_memory.cli import main
 from processes import MCP_MEMORY, Spawner, free_port, server_env, spawn  # noqa: F401 - spawn is a fixture
 
 pytestmark = pytest.mark.anyio
@@ -17,6 +25,14 @@ PLAIN = "plain-" + "p" * 40
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([MCP_MEMORY, *args], capture_output=True, text=True, timeout=120, env=env)
+
+
+def _main(capfd: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``mcp-memory ARGS`` run by the command's ``main`` in this process: exit status, stdout, stderr."""
+    capfd.readouterr()
+    code = main(list(args))
+    out, err = capfd.readouterr()
+    return code, out, err
 
 
 async def test_a_new_token_works_after_its_printed_entry_is_pasted(
@@ -57,20 +73,20 @@ async def test_a_new_token_works_after_its_printed_entry_is_pasted(
 
 
 @pytest.mark.parametrize("env", [[], ["--env"]])
-def test_token_new_prints_the_bare_token_alone_on_stdout_and_the_prose_on_stderr(env: list[str]) -> None:
+def test_token_new_prints_the_bare_token_alone_on_stdout_and_the_prose_on_stderr(env: list[str], capfd) -> None:
     """The token sat on line 2 of stdout between prose and the entry: a script could not capture it."""
-    made = _run("token", "new", "--name", "script", "--sessions", "*", *env)
-    assert made.returncode == 0, made.stderr
-    assert len(made.stdout) == 44 and made.stdout.endswith("\n") and made.stdout.count("\n") == 1
-    assert "shown only now" in made.stderr and made.stdout.strip() not in made.stderr
+    code, out, err = _main(capfd, "token", "new", "--name", "script", "--sessions", "*", *env)
+    assert code == 0, err
+    assert len(out) == 44 and out.endswith("\n") and out.count("\n") == 1
+    assert "shown only now" in err and out.strip() not in err
 
 
 @pytest.mark.parametrize("args", [["--sessions", "a*b"], ["--sessions", ""], ["--sessions", "*", "--name", " "],
                                   ["--sessions", "*", "--rate-limit-per-minute", "0"]])
-def test_token_new_refuses_a_bad_pattern_name_or_limit(args: list[str]) -> None:
-    done = _run("token", "new", "--name", "n", *args)
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith("mcp-memory: --")
+def test_token_new_refuses_a_bad_pattern_name_or_limit(args: list[str], capfd) -> None:
+    code, out, err = _main(capfd, "token", "new", "--name", "n", *args)
+    assert code == 2 and out == ""
+    assert err.startswith("mcp-memory: --")
 
 
 SECRET = "plain-secret-" + "q" * 20
@@ -87,13 +103,17 @@ SECRET = "plain-secret-" + "q" * 20
     f'[llm]\napi_key = ["{SECRET}"]\n',
     f'[recall]\nrerank_api_key = ["{SECRET}"]\n',
 ])
-def test_a_config_error_names_the_key_but_never_echoes_a_secret(tmp_path: Path, config: str) -> None:
+def test_a_config_error_names_the_key_but_never_echoes_a_secret(
+    tmp_path: Path, config: str, monkeypatch: pytest.MonkeyPatch, capfd
+) -> None:
     """Start-up errors go to logs (journald, docker logs): a plain token, client secret or API key stays out."""
     (tmp_path / "config.toml").write_text(config, encoding="utf-8")
-    done = subprocess.run([MCP_MEMORY, "--config", str(tmp_path / "config.toml"), "serve", "--transport", "http"],
-                          env=server_env(tmp_path / "data"), capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and done.stderr.startswith("mcp-memory: invalid settings: "), done.stderr
-    assert SECRET[:12] not in done.stderr, done.stderr
+    for name in [name for name in os.environ if name.startswith("MCP_MEMORY_")]:  # as server_env() leaves them
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("MCP_MEMORY_DATA_DIR", str(tmp_path / "data"))
+    code, out, err = _main(capfd, "--config", str(tmp_path / "config.toml"), "serve", "--transport", "http")
+    assert code == 2 and err.startswith("mcp-memory: invalid settings: "), err
+    assert SECRET[:12] not in err + out, err
 
 
 @pytest.mark.parametrize("text", ['te"am', "back\\slash", "del\x7fete", "tab\there", "line\nbreak", "\u00e9\u200b\U0001f511"])

@@ -14,7 +14,6 @@ from typing import Protocol
 
 import anyio
 import numpy as np
-import openai
 
 from mcp_memory.embedding.coalesce import Coalescer
 from mcp_memory.errors import EmbeddingError
@@ -195,6 +194,8 @@ class OpenAIEmbedder:
         self._batch_size = settings.batch_size or 64
         self._window_chars = settings.chunk_tokens * 4  # about four characters per token in English
         self._overlap_chars = settings.chunk_overlap_tokens * 4
+        import openai  # here, not at the top: only this provider needs it, and it takes ~0.6 s of CPU to import
+
         self._client = openai.AsyncOpenAI(
             base_url=settings.base_url,
             api_key=settings.api_key or "not-needed",
@@ -215,6 +216,8 @@ class OpenAIEmbedder:
         Raises:
             EmbeddingError: the endpoint failed, timed out, or returned vectors of another length.
         """
+        import openai  # imported by __init__ already
+
         vectors: list[np.ndarray] = []
         for start in range(0, len(texts), self._batch_size):
             batch = texts[start : start + self._batch_size]

@@ -20,9 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import openai
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_memory.db.repository import Repository
 from mcp_memory.errors import ChatError, MalformedReply
@@ -30,6 +28,9 @@ from mcp_memory.observe.metrics import Metrics
 from mcp_memory.llm.formats import Mode, error_text, next_mode, parse_json_object, refuses_format, response_format
 from mcp_memory.llm.formats import start_mode
 from mcp_memory.settings import LlmSettings
+
+if TYPE_CHECKING:
+    import openai
 
 __all__ = ["JsonReply", "LlmClient", "Role"]
 
@@ -56,29 +57,6 @@ class JsonReply:
     value: dict[str, Any]
     mode: Mode
     fallbacks: list[str] = field(default_factory=list)
-
-
-class _OpenAI(openai.AsyncOpenAI):
-    """The openai client, except that a request refused for its ``response_format`` is not retried
-    as it is (llama-cpp-python refuses ``json_schema`` with HTTP 500, which the client would retry
-    ``max_retries`` times with backoff): :class:`LlmClient` retries it in the next mode down."""
-
-    def _should_retry(self, response: Any) -> bool:
-        return not _refuses(response) and super()._should_retry(response)
-
-
-def _refuses(response: Any) -> bool:
-    """Whether an error response refuses the ``response_format`` its request carried."""
-    try:
-        if b'"response_format"' not in response.request.content:
-            return False
-        try:
-            body: Any = response.json()
-        except ValueError:
-            body = response.text
-        return refuses_format(response.status_code, body)
-    except Exception:  # noqa: BLE001 - an unread or streamed body: let the client decide as it would
-        return False
 
 
 def _body(exc: openai.APIStatusError) -> Any:
@@ -125,7 +103,9 @@ class LlmClient:
         self._modes: dict[tuple[str, str], Mode] = {}  # (base_url, model) -> the mode that last answered
         self._token_fields: dict[tuple[str, str], TokenField] = {}  # endpoints that refused max_tokens
         if settings.base_url:
-            self._client = _OpenAI(
+            from mcp_memory.llm.openai_client import OpenAIClient  # imports openai: only with an endpoint
+
+            self._client = OpenAIClient(
                 base_url=settings.base_url,
                 api_key=settings.api_key or "not-needed",
                 timeout=settings.timeout_s,
@@ -229,6 +209,8 @@ class LlmClient:
         self, session: str, role: Role, model: str, messages: list[dict[str, str]], fmt: dict[str, Any] | None,
         token_field: TokenField,
     ) -> tuple[str, bool]:
+        import openai  # imported with the client
+
         assert self._client is not None
         extra: dict[str, Any] = {token_field: self._settings.max_output_tokens}
         if fmt is not None:
