@@ -67,12 +67,32 @@ def parse_types(text: str) -> tuple[str, ...]:
     return tuple(shorts.get(name, name) for name in names)
 
 
+def parse_shard(text: str) -> tuple[int, int]:
+    """Parse ``"I/N"`` (0 <= I < N) into (I, N).
+
+    Raises:
+        argparse.ArgumentTypeError: not two integers like 0/3, or I out of range.
+    """
+    index, _, count = text.partition("/")
+    try:
+        shard = (int(index), int(count))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: expected I/N, e.g. 0/3") from None
+    if not 0 <= shard[0] < shard[1]:
+        raise argparse.ArgumentTypeError(f"--shard {text!r}: I must be within 0..N-1")
+    return shard
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
     parser = argparse.ArgumentParser(prog="python -m evals.longmemeval", description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=parse_data, default=SAMPLE_S, help="sample (default), oracle, or a path")
     parser.add_argument("--types", type=parse_types, default=None, help="question types, e.g. KU,TR (default all)")
     parser.add_argument("--limit", type=bounded_int(1), default=None, help="only the first N scored questions")
+    parser.add_argument(
+        "--shard", type=parse_shard, default=None,
+        help="I/N: only every N-th scored question from the I-th (0-based), in file order; the N shards cover all",
+    )
     parser.add_argument("--k", type=parse_ks, default=(1, 5, 10), help="cut-offs, default 1,5,10")
     parser.add_argument(
         "--top-k", type=bounded_int(1, 100), default=50,
@@ -125,9 +145,14 @@ def fit_turns(questions: Sequence[Question], max_chars: int) -> tuple[list[Quest
     return fitted, cut
 
 
+def has_gold(question: Question) -> bool:
+    """A gold user turn in a gold session: the question can be scored (PROTOCOL.md)."""
+    return bool(question.gold_turns and question.gold_sessions)
+
+
 def scored_questions(questions: Sequence[Question]) -> tuple[list[Question], list[Question]]:
     """Split questions into (scored, left out): left out are ``_abs`` ones and those without gold turns."""
-    scored = [q for q in questions if not q.abstention and q.gold_turns and q.gold_sessions]
+    scored = [q for q in questions if not q.abstention and has_gold(q)]
     kept = {q.question_id for q in scored}
     return scored, [q for q in questions if q.question_id not in kept]
 
@@ -241,7 +266,8 @@ def run_header(args: argparse.Namespace, questions: Sequence[Question], left_out
             "scored_user_turns": sum(len(q.turns) for q in scored),
             "left_out": {
                 "abstention": [q.question_id for q in left_out if q.abstention],
-                "no_gold_user_turn": [q.question_id for q in left_out if not q.abstention],
+                "no_gold_user_turn": [q.question_id for q in left_out if not q.abstention and not has_gold(q)],
+                "not_selected": [q.question_id for q in left_out if not q.abstention and has_gold(q)],
             },
         },
         "settings": {"ks": list(args.k), "top_k": args.top_k, "query": "raw question", "modes": list(args.modes)},
@@ -270,6 +296,10 @@ async def run(args: argparse.Namespace) -> int:
         return 2
     scored, left_out = scored_questions(questions)
     scored, cut = fit_turns(scored, args.max_turn_chars)
+    if args.shard:
+        index, count = args.shard
+        left_out += [q for position, q in enumerate(scored) if position % count != index]
+        scored = scored[index::count]
     if args.limit:
         left_out += scored[args.limit:]
         scored = scored[: args.limit]

@@ -14,6 +14,7 @@ import pytest
 
 from evals.longmemeval import build_parser, fit_turns, miss, run, scored_questions
 from evals.longmemeval_data import load
+from evals.longmemeval_merge import merge
 from evals.longmemeval_metrics import score_level, score_question, session_ranking, summarize
 from evals.longmemeval_rebuild import rebuild
 
@@ -147,7 +148,8 @@ async def test_a_run_stores_user_turns_through_the_tools_and_scores_them(tmp_pat
     assert await run(args) == 0
     report = json.loads(report_path.read_text())
     assert report["data"]["scored_questions"] == 2 and report["data"]["scored_user_turns"] == 6
-    assert report["data"]["left_out"] == {"abstention": ["q-abs_abs"], "no_gold_user_turn": ["q-ssa"]}
+    left_out = {"abstention": ["q-abs_abs"], "no_gold_user_turn": ["q-ssa"], "not_selected": []}
+    assert report["data"]["left_out"] == left_out
     default, bm25 = report["retrievers"]["default"], report["retrievers"]["bm25"]
     assert default["extra"]["stored"] == 6 and default["extra"]["occurred_at_mismatches"] == 0
     for retriever in (default, bm25):
@@ -168,3 +170,31 @@ async def test_a_run_stores_user_turns_through_the_tools_and_scores_them(tmp_pat
         ("lme-q-ku", {"session_id": "answer_b", "turn": 2}, "2023-05-02T09:00:02+00:00"),
     ]
     assert {row["session"] for row in stored} == {"lme-q-ku", "lme-q-ssu"}
+
+
+def test_shards_are_i_of_n_and_a_bad_shard_is_refused_naming_the_option(capsys) -> None:
+    assert build_parser().parse_args(["--shard", "1/3"]).shard == (1, 3)
+    for bad in ("3/3", "x/3"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["--shard", bad])
+        assert "--shard" in capsys.readouterr().err
+
+
+def _shard_report(question_id: str, hit: bool) -> dict:
+    ranked = [["g:0"] if hit else ["x:0"], ["y:0"]]
+    row = {"question_id": question_id, "type": "MS", "gold_sessions": ["g"], "gold_turns": ["g:0"], "ranked": ranked}
+    retriever = {"settings": {}, "timing": {"prepare_s": 2.0}, "extra": {"session_misses_at_5": []},
+                 "per_question": [row]}
+    return {"settings": {"ks": [1, 5]}, "data": {"left_out": {"not_selected": ["q1", "q2"]}, "scored_user_turns": 3},
+            "retrievers": {"default": retriever, "bm25": retriever}}
+
+
+def test_shard_reports_merge_by_rescoring_every_question_and_overlaps_are_refused() -> None:
+    header, results, ks = merge([_shard_report("q1", hit=True), _shard_report("q2", hit=False)])
+    assert ks == (1, 5) and [result.name for result in results] == ["default", "bm25"]
+    overall = results[0].summary["all"]
+    assert (overall.n, overall.session.recall_all[1], overall.session.recall_any[5]) == (2, 0.5, 0.5)
+    assert results[0].timing == {"prepare_s": 4.0}
+    assert header["data"]["left_out"]["not_selected"] == [] and header["data"]["scored_user_turns"] == 6
+    with pytest.raises(SystemExit, match="questions in two reports"):
+        merge([_shard_report("q1", hit=True), _shard_report("q1", hit=False)])
