@@ -122,27 +122,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def fit_turns(questions: Sequence[Question], max_chars: int) -> tuple[list[Question], list[str]]:
-    """Cut user turns longer than ``max_chars`` to that length, for every retriever alike.
+def fit_turns(questions: Sequence[Question], max_chars: int) -> tuple[list[Question], list[str], list[str]]:
+    """Fit user turns to what the server stores, for every retriever alike.
 
-    The server refuses content above ``limits.max_content_chars`` (32,000 by default); a few
-    ShareGPT turns of LongMemEval_S are longer (4 in the full split, none of them gold).
+    The server refuses content above ``limits.max_content_chars`` (32,000 by default) and empty
+    content. A few ShareGPT turns of LongMemEval_S are longer (4 in the full split) or empty (7);
+    none of them is gold. Long turns are cut to ``max_chars``; empty ones are dropped.
 
     Returns:
-        The questions (unchanged ones are the same objects) and ``<question_id>/<turn_id>`` of each turn cut.
+        The questions (unchanged ones are the same objects), and ``<question_id>/<turn_id>`` of each
+        turn cut and of each turn dropped.
     """
     fitted: list[Question] = []
     cut: list[str] = []
+    dropped: list[str] = []
     for question in questions:
-        long = [turn for turn in question.turns if len(turn.content) > max_chars]
-        if not long:
+        if all(turn.content.strip() and len(turn.content) <= max_chars for turn in question.turns):
             fitted.append(question)
             continue
-        cut += [f"{question.question_id}/{turn.turn_id}" for turn in long]
-        turns = tuple(replace(turn, content=turn.content[:max_chars]) if len(turn.content) > max_chars else turn
-                      for turn in question.turns)
-        fitted.append(replace(question, turns=turns))
-    return fitted, cut
+        turns = []
+        for turn in question.turns:
+            if not turn.content.strip():
+                dropped.append(f"{question.question_id}/{turn.turn_id}")
+            elif len(turn.content) > max_chars:
+                cut.append(f"{question.question_id}/{turn.turn_id}")
+                turns.append(replace(turn, content=turn.content[:max_chars]))
+            else:
+                turns.append(turn)
+        fitted.append(replace(question, turns=tuple(turns)))
+    return fitted, cut, dropped
 
 
 def has_gold(question: Question) -> bool:
@@ -295,7 +303,7 @@ async def run(args: argparse.Namespace) -> int:
         logger.error("%s", exc)
         return 2
     scored, left_out = scored_questions(questions)
-    scored, cut = fit_turns(scored, args.max_turn_chars)
+    scored, cut, dropped = fit_turns(scored, args.max_turn_chars)
     if args.shard:
         index, count = args.shard
         left_out += [q for position, q in enumerate(scored) if position % count != index]
@@ -313,10 +321,16 @@ async def run(args: argparse.Namespace) -> int:
     results.append(await evaluate(Bm25Retriever(args.bm25_stopwords), scored, args.k, args.top_k, args.per_question))
     header = run_header(args, questions, left_out)
     header["data"]["turns_cut"] = {"max_chars": args.max_turn_chars, "turns": cut}  # type: ignore[index]
+    header["data"]["empty_turns_dropped"] = dropped  # type: ignore[index]
     if cut:
         header["notes"].append(  # type: ignore[union-attr]
             f"{len(cut)} user turns longer than {args.max_turn_chars} characters (the server's content limit) "
             "were cut to that length for every retriever (data.turns_cut)."
+        )
+    if dropped:
+        header["notes"].append(  # type: ignore[union-attr]
+            f"{len(dropped)} empty user turns (the server refuses empty content) were left out for every "
+            "retriever (data.empty_turns_dropped)."
         )
     header["run_s"] = time.perf_counter() - run_started
     header["git"] = git

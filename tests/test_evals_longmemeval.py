@@ -115,11 +115,22 @@ def test_a_miss_names_where_each_gold_session_ranks(tmp_path: Path) -> None:
 
 def test_turns_above_the_servers_content_limit_are_cut_for_every_retriever(tmp_path: Path) -> None:
     scored, _ = scored_questions(load(_tiny(tmp_path)))
-    fitted, cut = fit_turns(scored, 20)
+    fitted, cut, dropped = fit_turns(scored, 20)
     assert cut == ["q-ku/s_a:0", "q-ku/answer_b:0", "q-ku/answer_b:2", "q-ku/s_c:0", "q-ssu/answer_d:0", "q-ssu/s_e:0"]
     assert {len(document.content) for question in fitted for document in question.documents} == {20}
-    assert fitted[0].gold_turns == scored[0].gold_turns
-    assert fit_turns(scored, 1000) == (scored, [])
+    assert fitted[0].gold_turns == scored[0].gold_turns and dropped == []
+    assert fit_turns(scored, 1000) == (scored, [], [])
+
+
+def test_empty_turns_are_dropped_for_every_retriever(tmp_path: Path) -> None:
+    path = _tiny(tmp_path)
+    questions = json.loads(path.read_text())
+    questions[1]["haystack_sessions"][1].insert(0, _user("  "))
+    path.write_text(json.dumps(questions))
+    scored, _ = scored_questions(load(path))
+    fitted, cut, dropped = fit_turns(scored, 1000)
+    assert (cut, dropped) == ([], ["q-ssu/s_e:0"])
+    assert [turn.turn_id for turn in fitted[1].turns] == ["answer_d:0", "s_e:1"]
 
 
 def test_the_rebuild_takes_s_files_only_and_checks_the_count(tmp_path: Path) -> None:
