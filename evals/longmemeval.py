@@ -303,7 +303,6 @@ async def run(args: argparse.Namespace) -> int:
         logger.error("%s", exc)
         return 2
     scored, left_out = scored_questions(questions)
-    scored, cut, dropped = fit_turns(scored, args.max_turn_chars)
     if args.shard:
         index, count = args.shard
         left_out += [q for position, q in enumerate(scored) if position % count != index]
@@ -311,6 +310,7 @@ async def run(args: argparse.Namespace) -> int:
     if args.limit:
         left_out += scored[args.limit:]
         scored = scored[: args.limit]
+    scored, cut, dropped = fit_turns(scored, args.max_turn_chars)
     logger.info("loaded %d questions from %s: %d scored (%d user turns), %d left out", len(questions), args.data,
                 len(scored), sum(len(q.turns) for q in scored), len(left_out))
     git = git_state()
