@@ -71,6 +71,11 @@ def merge(reports: Sequence[dict]) -> tuple[dict, list[LmeResult], tuple[int, ..
     left_out["not_selected"] = sorted(not_selected - seen)
     header["data"] = {**reports[0]["data"], "scored_questions": len(seen), "left_out": left_out,
                       "scored_user_turns": sum(r["data"].get("scored_user_turns", 0) for r in reports)}
+    if "turns_cut" in header["data"]:
+        header["data"]["turns_cut"] = {**header["data"]["turns_cut"], "turns": sorted(
+            {turn for r in reports for turn in r["data"].get("turns_cut", {}).get("turns", [])})}
+        header["data"]["empty_turns_dropped"] = sorted(
+            {turn for r in reports for turn in r["data"].get("empty_turns_dropped", [])})
     return header, results, ks
 
 
