@@ -3,7 +3,8 @@
 The full S split takes longer to ingest than one sitting allows on a loaded machine, so it can be run
 as shards (``python -m evals.longmemeval --shard 0/3 --per-question ...``, then 1/3 and 2/3). This
 re-scores every question from the reports' per-question rows (gold and ranked turn ids) and writes
-the merged summaries in the same report format. Timings are summed per retriever.
+the merged summaries in the same report format. Times are summed per retriever (the ingest rate is
+over the sum); latency percentiles are not merged.
 
 Failure policy: a report without per-question rows, a retriever missing from one report, a question
 in two reports, or reports with different cut-offs raise ``SystemExit`` with one line.
@@ -52,10 +53,15 @@ def merge(reports: Sequence[dict]) -> tuple[dict, list[LmeResult], tuple[int, ..
         scores = [(row["question_id"], score_question(row["type"], row["gold_sessions"], row["gold_turns"],
                                                        [tuple(group) for group in row["ranked"]], ks)) for row in rows]
         timing: dict[str, float] = {}
+        turns = 0.0
         for report in reports:
-            for key, value in report["retrievers"][name]["timing"].items():
-                if key.endswith("_s"):
-                    timing[key] = timing.get(key, 0.0) + value
+            shard = report["retrievers"][name]["timing"]
+            turns += shard.get("turns_per_s", 0.0) * shard.get("prepare_s", 0.0)
+            for key in ("start_s", "prepare_s", "questions_s"):
+                if key in shard:
+                    timing[key] = timing.get(key, 0.0) + shard[key]
+        if timing.get("prepare_s"):
+            timing["turns_per_s"] = turns / timing["prepare_s"]
         misses = [m for report in reports for key, found in report["retrievers"][name]["extra"].items()
                   if key.startswith("session_misses_at_") for m in found]
         settings = reports[0]["retrievers"][name]["settings"]

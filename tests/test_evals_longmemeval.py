@@ -194,7 +194,8 @@ def test_shards_are_i_of_n_and_a_bad_shard_is_refused_naming_the_option(capsys) 
 def _shard_report(question_id: str, hit: bool) -> dict:
     ranked = [["g:0"] if hit else ["x:0"], ["y:0"]]
     row = {"question_id": question_id, "type": "MS", "gold_sessions": ["g"], "gold_turns": ["g:0"], "ranked": ranked}
-    retriever = {"settings": {}, "timing": {"prepare_s": 2.0}, "extra": {"session_misses_at_5": []},
+    retriever = {"settings": {}, "timing": {"prepare_s": 2.0, "turns_per_s": 10.0, "latency_ms_p50": 5.0},
+                 "extra": {"session_misses_at_5": []},
                  "per_question": [row]}
     return {"settings": {"ks": [1, 5]}, "data": {"left_out": {"not_selected": ["q1", "q2"]}, "scored_user_turns": 3},
             "retrievers": {"default": retriever, "bm25": retriever}}
@@ -205,7 +206,7 @@ def test_shard_reports_merge_by_rescoring_every_question_and_overlaps_are_refuse
     assert ks == (1, 5) and [result.name for result in results] == ["default", "bm25"]
     overall = results[0].summary["all"]
     assert (overall.n, overall.session.recall_all[1], overall.session.recall_any[5]) == (2, 0.5, 0.5)
-    assert results[0].timing == {"prepare_s": 4.0}
+    assert results[0].timing == {"prepare_s": 4.0, "turns_per_s": 10.0}
     assert header["data"]["left_out"]["not_selected"] == [] and header["data"]["scored_user_turns"] == 6
     with pytest.raises(SystemExit, match="questions in two reports"):
         merge([_shard_report("q1", hit=True), _shard_report("q1", hit=False)])
