@@ -26,7 +26,6 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from evals.locomo import git_state, parse_ks, parse_modes
 from evals.longmemeval_data import ORACLE, QUESTION_TYPES, SAMPLE_S, Question, load
 from evals.longmemeval_metrics import QuestionScore, score_question, session_ranking, summarize
 from evals.longmemeval_report import HEADLINE_K, LmeResult, print_table, write_reports
+from evals.longmemeval_select import fit_turns, has_gold, scored_questions
 from evals.retrievers import Bm25Retriever, Retriever
 
 logger = logging.getLogger("evals.longmemeval")
@@ -120,49 +120,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--per-question", action="store_true", help="add per-question ranks to the JSON")
     parser.add_argument("--log-level", default="INFO")
     return parser
-
-
-def fit_turns(questions: Sequence[Question], max_chars: int) -> tuple[list[Question], list[str], list[str]]:
-    """Fit user turns to what the server stores, for every retriever alike.
-
-    The server refuses content above ``limits.max_content_chars`` (32,000 by default) and empty
-    content. A few ShareGPT turns of LongMemEval_S are longer (4 in the full split) or empty (7);
-    none of them is gold. Long turns are cut to ``max_chars``; empty ones are dropped.
-
-    Returns:
-        The questions (unchanged ones are the same objects), and ``<question_id>/<turn_id>`` of each
-        turn cut and of each turn dropped.
-    """
-    fitted: list[Question] = []
-    cut: list[str] = []
-    dropped: list[str] = []
-    for question in questions:
-        if all(turn.content.strip() and len(turn.content) <= max_chars for turn in question.turns):
-            fitted.append(question)
-            continue
-        turns = []
-        for turn in question.turns:
-            if not turn.content.strip():
-                dropped.append(f"{question.question_id}/{turn.turn_id}")
-            elif len(turn.content) > max_chars:
-                cut.append(f"{question.question_id}/{turn.turn_id}")
-                turns.append(replace(turn, content=turn.content[:max_chars]))
-            else:
-                turns.append(turn)
-        fitted.append(replace(question, turns=tuple(turns)))
-    return fitted, cut, dropped
-
-
-def has_gold(question: Question) -> bool:
-    """A gold user turn in a gold session: the question can be scored (PROTOCOL.md)."""
-    return bool(question.gold_turns and question.gold_sessions)
-
-
-def scored_questions(questions: Sequence[Question]) -> tuple[list[Question], list[Question]]:
-    """Split questions into (scored, left out): left out are ``_abs`` ones and those without gold turns."""
-    scored = [q for q in questions if not q.abstention and has_gold(q)]
-    kept = {q.question_id for q in scored}
-    return scored, [q for q in questions if q.question_id not in kept]
 
 
 async def evaluate(

@@ -12,11 +12,12 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from evals.longmemeval import build_parser, fit_turns, miss, run, scored_questions
+from evals.longmemeval import build_parser, miss, run
 from evals.longmemeval_data import load
 from evals.longmemeval_merge import merge
 from evals.longmemeval_metrics import score_level, score_question, session_ranking, summarize
 from evals.longmemeval_rebuild import rebuild
+from evals.longmemeval_select import fit_turns, scored_questions
 
 
 def _instance(question_id: str, question_type: str, question: str, sessions: dict[str, list[dict]],
