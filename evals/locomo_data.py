@@ -112,6 +112,11 @@ class Turn:
             content += f" [shares a photo: {self.blip_caption}]"
         return content
 
+    @property
+    def metadata(self) -> dict[str, str]:
+        """The metadata stored with the turn: its ``dia_id`` and ``speaker``."""
+        return {"dia_id": self.dia_id, "speaker": self.speaker}
+
 
 @dataclass(frozen=True)
 class Document:

@@ -20,8 +20,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Any
+
+from evals.locomo_data import Document
 
 QUESTION_TYPES: dict[str, str] = {
     "single-session-user": "SSU",
@@ -80,6 +83,16 @@ class Turn:
         """``<session_id>:<index>``, unique within a question."""
         return f"{self.session_id}:{self.index}"
 
+    @property
+    def dia_id(self) -> str:
+        """The ``turn_id`` under the name the retrievers of ``evals`` map results to."""
+        return self.turn_id
+
+    @property
+    def metadata(self) -> dict[str, str | int]:
+        """The metadata stored with the turn: its haystack ``session_id`` and ``turn`` index."""
+        return {"session_id": self.session_id, "turn": self.index}
+
 
 @dataclass(frozen=True)
 class Question:
@@ -112,6 +125,23 @@ class Question:
     @property
     def short_type(self) -> str:
         return QUESTION_TYPES[self.question_type]
+
+    @property
+    def sample_id(self) -> str:
+        """The ``question_id``: each question is its own haystack, as a LoCoMo conversation is."""
+        return self.question_id
+
+    @cached_property
+    def documents(self) -> tuple[Document, ...]:
+        """User turns grouped by identical content, in order of first occurrence (computed once).
+
+        mcp-memory stores identical content in a session once, so a result stands for every turn
+        carrying it (``dia_ids`` are ``turn_id`` values, possibly of several haystack sessions).
+        """
+        groups: dict[str, list[str]] = {}
+        for turn in self.turns:
+            groups.setdefault(turn.content, []).append(turn.turn_id)
+        return tuple(Document(content, tuple(ids)) for content, ids in groups.items())
 
 
 def _question(raw: dict[str, Any]) -> Question:

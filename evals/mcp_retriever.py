@@ -1,6 +1,7 @@
 """mcp-memory under evaluation, reached only through its MCP tools.
 
-Each LoCoMo conversation becomes one session ``locomo-<sample_id>``: it is emptied with
+Each LoCoMo conversation becomes one session ``locomo-<sample_id>`` (each LongMemEval question one
+session ``lme-<question_id>``, through ``session_prefix``): it is emptied with
 ``delete_memory(all=true)``, then every turn is stored with ``store_memory``, one call after the
 other in conversation order (so storage order is conversation order; conversations are stored
 concurrently), and
@@ -306,6 +307,7 @@ class McpMemoryRetriever:
         concurrency: int = 16,
         name: str = "mcp-memory",
         ingested: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+        session_prefix: str = "locomo-",
     ) -> None:
         """Wrap a connected client.
 
@@ -316,12 +318,14 @@ class McpMemoryRetriever:
             name: display name (the mode's name when evaluating modes).
             ingested: the ``ingested`` map of a retriever that already stored the conversations in
                 this database; ``prepare`` then stores nothing and only checks the session is there.
+            session_prefix: a conversation's session is this plus its ``sample_id``.
         """
         self.name = name
         self.stats = McpRunStats()
         self._client = client
         self._server = server
         self._concurrency = concurrency
+        self._session_prefix = session_prefix
         self._ingesting = anyio.Semaphore(concurrency)
         self._reuse = ingested is not None
         # session -> memory_id -> dia_ids
@@ -366,7 +370,7 @@ class McpMemoryRetriever:
                 "session": session,
                 "content": turn.content,
                 "occurred_at": sent,
-                "metadata": {"dia_id": turn.dia_id, "speaker": turn.speaker},
+                "metadata": turn.metadata,
             },
         )
         self.stats.stored += 1
@@ -391,7 +395,7 @@ class McpMemoryRetriever:
         Raises:
             ValueError: reusing an ingest that does not hold this conversation.
         """
-        session = f"locomo-{conversation.sample_id}"
+        session = f"{self._session_prefix}{conversation.sample_id}"
         if self._reuse:
             if session not in self._dia_ids:
                 raise ValueError(f"{session} was not ingested by the first mode; cannot reuse the ingest")
@@ -416,7 +420,7 @@ class McpMemoryRetriever:
         """Recall with the raw question, asked at ``as_of`` (default: the conversation's last turn,
         since LoCoMo's questions carry no time and were written after it), and map each memory to its dia_ids."""
         started = time.perf_counter()
-        session = f"locomo-{conversation.sample_id}"
+        session = f"{self._session_prefix}{conversation.sample_id}"
         asked = as_of or max(turn.occurred_at for turn in conversation.turns)
         result = await self._call(
             "recall_memory", {"session": session, "query": question, "top_k": k, "as_of": asked.isoformat()}
