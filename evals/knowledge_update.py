@@ -89,7 +89,7 @@ async def bm25_rows(questions: Sequence[Question]) -> list[dict[str, Any]]:
     for question in questions:
         haystack = _Haystack(question)
         await retriever.prepare(haystack)  # type: ignore[arg-type]
-        ranking = await retriever.rank(haystack, question.question, TOP_K)  # type: ignore[arg-type]
+        ranking = await retriever.rank(haystack, question.question, TOP_K, as_of=question.asked_at)  # type: ignore[arg-type]
         rows.append(score_question(question, ranking, asks_about_past(question.question)))
     return rows
 

@@ -149,7 +149,7 @@ async def evaluate(
     started = time.perf_counter()
     for question in questions:
         asked = time.perf_counter()
-        ranked = await retriever.rank(question, question.question, top_k)  # type: ignore[arg-type]
+        ranked = await retriever.rank(question, question.question, top_k, as_of=question.asked_at)  # type: ignore[arg-type]
         latencies_ms.append((time.perf_counter() - asked) * 1000)
         score = score_question(question.short_type, question.gold_sessions, question.gold_turns, ranked, ks)
         scores.append((question.question_id, score))

@@ -11,6 +11,7 @@ Failure policy: the baselines raise on bad input (``ValueError``); they never re
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Protocol
 
 import bm25s
@@ -31,8 +32,11 @@ class Retriever(Protocol):
         """Index or ingest one conversation; called once before its questions."""
         ...
 
-    async def rank(self, conversation: Conversation, question: str, k: int) -> list[tuple[str, ...]]:
-        """Return up to k results for the question, best first, each a group of dia_ids."""
+    async def rank(
+        self, conversation: Conversation, question: str, k: int, as_of: datetime | None = None
+    ) -> list[tuple[str, ...]]:
+        """Return up to k results for the question, best first, each a group of dia_ids; ``as_of`` is when
+        it is asked (retrievers without a notion of time ignore it)."""
         ...
 
     def describe(self) -> dict[str, object]:
@@ -51,7 +55,9 @@ class FunctionRetriever:
     async def prepare(self, conversation: Conversation) -> None:
         """Nothing to prepare: the function sees the documents on every call."""
 
-    async def rank(self, conversation: Conversation, question: str, k: int) -> list[tuple[str, ...]]:
+    async def rank(
+        self, conversation: Conversation, question: str, k: int, as_of: datetime | None = None
+    ) -> list[tuple[str, ...]]:
         """Call the function over the conversation's documents."""
         return self._rank_function(conversation.documents, question, k)[:k]
 
@@ -116,7 +122,9 @@ class Bm25Retriever:
         index.index(self._tokenize([document.content for document in documents]), show_progress=False)
         self._indexes[conversation.sample_id] = (index, documents)
 
-    async def rank(self, conversation: Conversation, question: str, k: int) -> list[tuple[str, ...]]:
+    async def rank(
+        self, conversation: Conversation, question: str, k: int, as_of: datetime | None = None
+    ) -> list[tuple[str, ...]]:
         """Rank the conversation's documents for the raw question.
 
         Documents scoring 0 (no query term) are still returned to fill k, in bm25s' order, as a
