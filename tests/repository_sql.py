@@ -12,28 +12,34 @@ AND terms of WHERE and JOIN ... ON count: a predicate under OR filters nothing.
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
+import pkgutil
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
-
-import importlib
-import pkgutil
 
 import pglast
 from pglast import ast as pg
 from pglast.enums import BoolExprType
 
 import mcp_memory.db
+from mcp_memory.db.filters import among, condition
+from mcp_memory.models import RecallFilter
 
 # Every module of the db package: a new one is read without being listed (pool.py and embedded.py
 # hold no statement on our tables).
 MODULES: list[ModuleType] = [importlib.import_module(f"mcp_memory.db.{info.name}")
                              for info in pkgutil.iter_modules(mcp_memory.db.__path__)]
 # The values of the local names some f-strings interpolate (a number, or a list of SET terms).
+_SAMPLE_FILTER = RecallFilter(since=datetime(2024, 3, 1, tzinfo=UTC), metadata={"team": "blue"})
 SAMPLE_LOCALS: dict[str, Any] = {"ef_search": 40, "threshold": 0.5, "column": "session",
-                                 "updates": "calls = llm_usage.calls + EXCLUDED.calls"}
+                                 "updates": "calls = llm_usage.calls + EXCLUDED.calls",
+                                 # a recall filter on a table that only names memories (db/expansion.py)
+                                 "passing": among(_SAMPLE_FILTER, "t.memory_id", 7),
+                                 "where": condition(_SAMPLE_FILTER, "m", 4)}
 _STATEMENT = re.compile(r"\s*\(?\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b")
 _TEMPLATE = re.compile(r"\{\w*\}")  # a str.format template: checked where it is filled in
 

@@ -75,18 +75,21 @@ class ChronologyQueries:
             return {}
         gap = timedelta(seconds=max_gap_s)
         where = condition(filters, "memories", 5)
+        sql = (
+            f"SELECT a.memory_id AS anchor, n.memory_id AS neighbour FROM memories a"
+            f" CROSS JOIN LATERAL ("
+            f"  (SELECT memory_id FROM memories WHERE session = $1 AND (occurred_at, created_at, memory_id)"
+            f"   < (a.occurred_at, a.created_at, a.memory_id) AND occurred_at >= a.occurred_at - $4::interval"
+            f"{where.sql}   ORDER BY occurred_at DESC, created_at DESC, memory_id DESC LIMIT $3)"
+            f"  UNION ALL"
+            f"  (SELECT memory_id FROM memories WHERE session = $1 AND (occurred_at, created_at, memory_id)"
+            f"   > (a.occurred_at, a.created_at, a.memory_id) AND occurred_at <= a.occurred_at + $4::interval"
+            f"{where.sql}   ORDER BY occurred_at, created_at, memory_id LIMIT $3)) n"
+            f" WHERE a.session = $1 AND a.memory_id = ANY($2::uuid[])"
+        )
         rows = await self._run(
             lambda c: c.fetch(
-                "SELECT a.memory_id AS anchor, n.memory_id AS neighbour FROM memories a"
-                " CROSS JOIN LATERAL ("
-                "  (SELECT memory_id FROM memories WHERE session = $1 AND (occurred_at, created_at, memory_id)"
-                "   < (a.occurred_at, a.created_at, a.memory_id) AND occurred_at >= a.occurred_at - $4::interval"
-                + where.sql + "   ORDER BY occurred_at DESC, created_at DESC, memory_id DESC LIMIT $3)"
-                "  UNION ALL"
-                "  (SELECT memory_id FROM memories WHERE session = $1 AND (occurred_at, created_at, memory_id)"
-                "   > (a.occurred_at, a.created_at, a.memory_id) AND occurred_at <= a.occurred_at + $4::interval"
-                + where.sql + "   ORDER BY occurred_at, created_at, memory_id LIMIT $3)) n"
-                " WHERE a.session = $1 AND a.memory_id = ANY($2::uuid[])",
+                sql,
                 session,
                 memory_ids,
                 span,
