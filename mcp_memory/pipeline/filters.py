@@ -98,6 +98,8 @@ def inside(filters: RecallFilter | None, window: TimeWindow) -> RecallFilter:
 
     A window that misses the filter's span gives since > until, which no memory passes.
     """
-    since = window.start if filters is None or filters.since is None else max(filters.since, window.start)
-    until = window.end if filters is None or filters.until is None else min(filters.until, window.end)
-    return RecallFilter(since=since, until=until, metadata=filters.metadata if filters is not None else {})
+    if filters is None:
+        return RecallFilter(since=window.start, until=window.end)
+    since = window.start if filters.since is None else max(filters.since, window.start)
+    until = window.end if filters.until is None else min(filters.until, window.end)
+    return RecallFilter(since=since, until=until, metadata=filters.metadata)
