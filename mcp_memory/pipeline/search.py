@@ -1,6 +1,7 @@
 """Search: the query embedding, then per retrieval query, vector and keyword lists inside one
-session, plus the chronological supplement (most recent memories, and the planner's time window:
-its memories nearest the question's first vector, or its first by time when the embedding failed).
+session, plus the chronological supplement: the most recent memories, and the time window's (the
+planner's or a time expression's) memories nearest the question's first vector, or its first by
+time when the embedding failed.
 
 Every list is a ranked list of memory_ids, best first, named ``<kind>[:<query index>]``:
 ``vector:i``, ``keyword:i`` (BM25), ``bigram:cjk`` (Chinese/Japanese/Korean character bigrams),
