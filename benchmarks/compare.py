@@ -19,6 +19,8 @@ more, shorter rounds average out other load on a shared machine. ``--a-args`` an
 add ``serve`` options to one side (say ``--b-args=--sse``). The ranked contents of
 A and B are compared call by call (memory_ids differ between databases). ``--questions zh`` asks
 the mixed suite's Chinese questions instead of LoCoMo's (a session of ``benchmarks.cjk``).
+``--suffix " last week" --as-of 2024-01-08`` gives every recall a time window holding all of a bench
+session (its memories lie one minute apart from 2024-01-01) when ``recall.time_expressions`` is on.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from benchmarks.recall import questions
 
 async def main(args: argparse.Namespace) -> None:
     asked = cjk.questions(args.requests) if args.questions == "zh" else questions(args.requests)
+    asked = [question.rstrip("?") + args.suffix for question in asked] if args.suffix else asked
+    when = {"as_of": args.as_of} if args.as_of else {}
     report: dict[str, Any] = {"runs": []}
     env = {"PYTHONPATH": str(args.baseline)} if args.baseline else None
     with ServerProcess(args.baseline_data_dir or args.data_dir, args.port, env=env, args=args.a_args.split()) as a, \
@@ -46,16 +50,16 @@ async def main(args: argparse.Namespace) -> None:
             for session in args.sessions:
                 same = 0
                 for question in asked[:10]:
-                    await ca.call("recall_memory", {"session": session, "query": question})
-                    await cb.call("recall_memory", {"session": session, "query": question})
+                    await ca.call("recall_memory", {"session": session, "query": question, **when})
+                    await cb.call("recall_memory", {"session": session, "query": question, **when})
                 for concurrency in args.concurrency:
                     lat: dict[str, list[float]] = {"A": [], "B": []}
                     wall = {"A": 0.0, "B": 0.0}
                     cpu_before = {"A": a.cpu_s(), "B": b.cpu_s()}
                     if concurrency == 1:
                         for question in asked:
-                            ra, ms_a = await ca.call("recall_memory", {"session": session, "query": question})
-                            rb, ms_b = await cb.call("recall_memory", {"session": session, "query": question})
+                            ra, ms_a = await ca.call("recall_memory", {"session": session, "query": question, **when})
+                            rb, ms_b = await cb.call("recall_memory", {"session": session, "query": question, **when})
                             lat["A"].append(ms_a)
                             lat["B"].append(ms_b)
                             same += [m["content"] for m in ra["memories"]] == [m["content"] for m in rb["memories"]]
@@ -64,7 +68,7 @@ async def main(args: argparse.Namespace) -> None:
                         for name, client in (("A", ca), ("B", cb)) * args.rounds:
                             async def one(i: int, client: McpHttp = client) -> float:
                                 _, ms = await client.call("recall_memory",
-                                                          {"session": session, "query": asked[i % len(asked)]})
+                                                          {"session": session, "query": asked[i % len(asked)], **when})
                                 return ms
 
                             got, seconds = await run_load(one, concurrency, args.requests)
@@ -105,6 +109,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="at concurrency > 1: A and B blocks of --requests alternate this many times each")
     parser.add_argument("--questions", choices=["locomo", "zh"], default="locomo",
                         help="LoCoMo's questions, or the mixed suite's Chinese ones (for a benchmarks.cjk session)")
+    parser.add_argument("--suffix", default="", help="appended to every question (its '?' dropped), e.g. ' last week'")
+    parser.add_argument("--as-of", default=None, help="recall_memory's as_of for every call, e.g. 2024-01-08")
     parser.add_argument("--json", type=Path)
     return parser
 

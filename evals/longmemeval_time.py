@@ -38,7 +38,7 @@ from mcp_memory.pipeline.time_expressions import expression_window
 logger = logging.getLogger("evals.longmemeval_time")
 
 TOP_K = 50
-MODE_NAMES = ("default", "time-expressions")
+MODE_NAMES = ("no-time-expressions", "default")  # the rule off, on (the default since 2026-12-04)
 
 
 class _Turn(LocomoTurn):

@@ -135,9 +135,9 @@ LEVERS: dict[str, Mode] = {
         Mode("entity0.5", {"entity_weight": 0.5}, "default + the entity list (weight 0.5)", "entity list, weight 0.5"),
         Mode("prf3-half", {"prf_memories": 3, "prf_weight": 0.5}, "default + feedback from the top 3 (list weight 0.5)",
              "pseudo-relevance feedback, 3 memories, list weight 0.5"),
-        Mode("time-expressions", {"time_expressions": True},
-             "default + a time expression in the question as the window (counted from as_of)",
-             "recall.time_expressions off -> on"),
+        Mode("no-time-expressions", {"time_expressions": False},
+             "default without the time-expression window (the default before it was on)",
+             "recall.time_expressions on -> off"),
         Mode("prf3+entity0.5", {"prf_memories": 3, "prf_weight": 0.5, "entity_weight": 0.5},
              "default + feedback (3 memories, weight 0.5) + entity list (weight 0.5)", "feedback and entity list, 0.5 each"),
     )

@@ -120,7 +120,9 @@ class RecallSettings(SettingsGroup):
         48, ge=1, description="The CJK list matches at most this many character bigrams, and as many single characters."
     )
     recent_candidates: int = Field(10, ge=0, description="Most recent memories added as a chronological list.")
-    window_candidates: int = Field(20, ge=0, description="Memories inside the planner's time window.")
+    window_candidates: int = Field(
+        20, ge=0, description="The time window's memories nearest the question (first by time without query vectors)."
+    )
     rrf_k: int = Field(
         3, ge=1, description="Reciprocal Rank Fusion constant; the paper's 60 scores 16 points lower on LoCoMo."
     )
@@ -134,7 +136,7 @@ class RecallSettings(SettingsGroup):
     recent_weight: float = Field(0.1, ge=0)
     window_weight: float = Field(1.0, ge=0)
     time_expressions: bool = Field(
-        False,
+        True,
         description="Without an LLM window, a time expression in the question (yesterday, last week, in March, 上周)"
         " becomes the time window, counted from recall's as_of (pipeline/time_expressions.py).",
     )

@@ -264,7 +264,7 @@ async def test_unparseable_planner_time_window_is_discarded_and_audited(planning
     assert not result.is_error
     assert len(result.structured_content["memories"]) == 1
     detail = await _last_audit(planning, "s-w")
-    assert detail["time_window"] is None
+    assert detail["time_window_source"] == "expression", "the question's own 'this week' stands in (recall.time_expressions)"
     assert any("time window discarded" in note and "sometime soon" in note for note in detail["plan_notes"])
 
 

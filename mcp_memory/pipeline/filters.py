@@ -16,10 +16,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mcp_memory.errors import InvalidInput
-from mcp_memory.models import RecallFilter
+from mcp_memory.models import RecallFilter, TimeWindow
 from mcp_memory.settings import LimitSettings
 
-__all__ = ["check_filter", "parse_bound"]
+__all__ = ["check_filter", "inside", "parse_bound"]
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # RFC 3339 section 5.6: full-date "T" full-time, the offset required; a space for the T is allowed (its note).
@@ -91,3 +91,15 @@ def _checked_metadata(metadata: dict[str, Any] | None, limits: LimitSettings) ->
     if "\x00" in encoded or "\\u0000" in encoded:
         raise InvalidInput("metadata", "contains a NUL character (U+0000), which no stored memory can hold; remove it")
     return dict(metadata)
+
+
+def inside(filters: RecallFilter | None, window: TimeWindow) -> RecallFilter:
+    """The caller's filter narrowed to the time window: occurred_at within both, metadata kept.
+
+    A window that misses the filter's span gives since > until, which no memory passes.
+    """
+    if filters is None:
+        return RecallFilter(since=window.start, until=window.end)
+    since = window.start if filters.since is None else max(filters.since, window.start)
+    until = window.end if filters.until is None else min(filters.until, window.end)
+    return RecallFilter(since=since, until=until, metadata=filters.metadata)

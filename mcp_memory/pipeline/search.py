@@ -1,5 +1,7 @@
 """Search: the query embedding, then per retrieval query, vector and keyword lists inside one
-session, plus the chronological supplement (most recent memories and the planner's time window).
+session, plus the chronological supplement: the most recent memories, and the time window's (the
+planner's or a time expression's) memories nearest the question's first vector, or its first by
+time when the embedding failed.
 
 Every list is a ranked list of memory_ids, best first, named ``<kind>[:<query index>]``:
 ``vector:i``, ``keyword:i`` (BM25), ``bigram:cjk`` (Chinese/Japanese/Korean character bigrams),
@@ -23,6 +25,7 @@ import numpy as np
 from mcp_memory.db.repository import Repository
 from mcp_memory.errors import EmbeddingError, McpMemoryError
 from mcp_memory.models import Plan, RecallFilter
+from mcp_memory.pipeline.filters import inside
 from mcp_memory.settings import RecallSettings
 from mcp_memory.embedding.vector_cache import VectorCache
 
@@ -124,7 +127,7 @@ async def search(
 ) -> Searched:
     """Embed the plan's queries and run every list of one recall, all at once.
 
-    The text lists (BM25, identifiers, CJK bigrams, recent, window) and the session's version
+    The text lists (BM25, identifiers, CJK bigrams, recent) and the session's version
     read do not need the query vectors, so they run while the model embeds; only the vector
     lists wait for it (same-run A/B at 10k memories against the sequential order: c=1 unchanged,
     1.12x recalls/s at c=10; benchmarks/RESULTS.md).
@@ -139,7 +142,8 @@ async def search(
     Returns:
         Searched: list name -> memory_ids, best first (empty lists left out), the
         milliseconds until the query vectors were ready, and ``embed_note`` when the embedding
-        failed (the keyword and time lists were searched without the vector lists).
+        failed (the keyword and time lists were searched without the vector lists; the window
+        list then holds the window's first memories by time).
 
     Raises:
         DatabaseUnavailable: the first error of any list, unwrapped.
@@ -166,6 +170,13 @@ async def search(
         )
         for index, hits in enumerate(found):
             lists[f"vector:{index}"] = [memory_id for memory_id, _ in hits]
+        if windowed:  # the window's memories nearest the question, not its first by time
+            assert plan.time_window is not None
+            [hits] = await vector_cache.nearest(
+                repository, session, vectors[:1], settings.window_candidates, settings.hnsw_ef_search, version,
+                inside(filters, plan.time_window),
+            )
+            lists["window"] = [memory_id for memory_id, _ in hits]
 
     async def embed_queries() -> None:
         nonlocal embed_ms, embed_note
@@ -204,14 +215,17 @@ async def search(
     async def recent_list() -> None:
         lists["recent"] = await repository.recent(session, settings.recent_candidates, filters)
 
-    async def window_list() -> None:
+    async def window_list() -> None:  # without query vectors: the window's first memories by time
         assert plan.time_window is not None
+        if await embedded.wait():
+            return
         window = plan.time_window
         lists["window"] = await repository.in_window(
             session, window.start, window.end, settings.window_candidates, filters
         )
 
     embedded = _Result()
+    windowed = plan.time_window is not None and settings.window_candidates > 0
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(embed_queries)
@@ -226,7 +240,7 @@ async def search(
                 group.start_soon(entity_list, names)
             if settings.recent_candidates:
                 group.start_soon(recent_list)
-            if plan.time_window is not None and settings.window_candidates:
+            if windowed:
                 group.start_soon(window_list)
     except ExceptionGroup as failed:  # raise the list's own error, not "unhandled errors in a TaskGroup"
         known, rest = failed.split(McpMemoryError)
