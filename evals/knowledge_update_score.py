@@ -13,10 +13,15 @@ for (identical turns are stored once, so one result can stand for several).
 
 Questions that ask about the past (``supersede.asks_about_past``: "What was my previous goal ...")
 want the earlier value: the figures give them apart as well as in the total.
+
+**Halves.** Every question falls in half ``A`` or ``B`` by the first byte of the sha256 of its
+``question_id`` (``half``): a rule's constants are chosen looking at half A only, and half B and the
+whole are what is reported (``ku_A``, ``ku_B`` beside ``ku``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -51,6 +56,11 @@ def evidence(question: Question) -> Evidence:
     return Evidence(latest, earlier)
 
 
+def half(question_id: str) -> str:
+    """``A`` or ``B``: the tuning half (A) or the held-out half (B) of a question, by sha256 of its id."""
+    return "A" if hashlib.sha256(question_id.encode("utf-8")).digest()[0] % 2 == 0 else "B"
+
+
 def best_rank(ranking: Ranking, turns: frozenset[str]) -> float:
     """1-based rank of the first result holding one of ``turns``; ``inf`` when none does."""
     for rank, result in enumerate(ranking, start=1):
@@ -67,7 +77,8 @@ def turn_recall(ranking: Ranking, gold: frozenset[str], k: int) -> float:
 
 def score_question(question: Question, ranking: Ranking, past: bool) -> dict[str, Any]:
     """One question's row: type, past or present, ranks of latest and earlier evidence, recall@k."""
-    row: dict[str, Any] = {"id": question.question_id, "type": question.short_type, "past": past}
+    row: dict[str, Any] = {"id": question.question_id, "type": question.short_type, "past": past,
+                           "half": half(question.question_id)}
     if question.gold_turns:
         row.update({f"recall@{k}": turn_recall(ranking, question.gold_turns, k) for k in KS})
     if question.short_type == "KU":
@@ -88,7 +99,8 @@ def summarize(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ku = [row for row in rows if "newer_first" in row]
     out: dict[str, Any] = {}
     for name, subset in (("ku", ku), ("ku_present", [r for r in ku if not r["past"]]),
-                         ("ku_past", [r for r in ku if r["past"]])):
+                         ("ku_past", [r for r in ku if r["past"]]),
+                         ("ku_A", [r for r in ku if r.get("half") == "A"]), ("ku_B", [r for r in ku if r.get("half") == "B"])):
         out[name] = {"n": len(subset), "newer_first": _mean([float(r["newer_first"]) for r in subset]),
                      **{f"latest@{k}": _mean([float(r[f"latest@{k}"]) for r in subset]) for k in KS}}
     types = sorted({row["type"] for row in rows})
@@ -109,12 +121,14 @@ def table(results: Mapping[str, Mapping[str, Any]], title: str) -> str:
     types = [key.removeprefix("recall_") for key in first if key.startswith("recall_")]
     ku = first.get("ku", {})
     head = (f"### {title}\n\nKU n = {ku.get('n')} (present-tense {first.get('ku_present', {}).get('n')}, "
-            f"past {first.get('ku_past', {}).get('n')}); recall@10 n per type: "
+            f"past {first.get('ku_past', {}).get('n')}; half A {first.get('ku_A', {}).get('n')}, "
+            f"half B {first.get('ku_B', {}).get('n')}); recall@10 n per type: "
             + ", ".join(f"{t} {first[f'recall_{t}']['n']}" for t in types) + "\n\n")
-    columns = ["newer-first", "newer-first (present)", "latest@5", "latest@10", *(f"R@10 {t}" for t in types)]
+    columns = ["newer-first", "half A", "half B", "newer-first (present)", "latest@5", "latest@10", *(f"R@10 {t}" for t in types)]
     lines = ["| mode | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for name, figures in results.items():
-        cells = [_pct(figures["ku"]["newer_first"]), _pct(figures["ku_present"]["newer_first"]),
+        cells = [_pct(figures["ku"]["newer_first"]), _pct(figures.get("ku_A", {}).get("newer_first")),
+                 _pct(figures.get("ku_B", {}).get("newer_first")), _pct(figures["ku_present"]["newer_first"]),
                  _pct(figures["ku"]["latest@5"]), _pct(figures["ku"]["latest@10"]),
                  *(_pct(figures.get(f"recall_{t}", {}).get("recall@10")) for t in types)]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")

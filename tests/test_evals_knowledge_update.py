@@ -6,7 +6,7 @@ import math
 from datetime import datetime, timedelta
 
 from evals.knowledge_update import judge_cases
-from evals.knowledge_update_score import best_rank, evidence, score_question, summarize
+from evals.knowledge_update_score import best_rank, evidence, half, score_question, summarize
 from evals.longmemeval_data import Question, Turn
 
 T0 = datetime(2023, 5, 1, 10, 0)
@@ -45,6 +45,13 @@ def test_the_summary_gives_newer_first_latest_at_k_and_recall_per_type() -> None
     figures = summarize(rows)
     assert figures["ku"] == {"n": 1, "newer_first": 1.0, "latest@5": 1.0, "latest@10": 1.0}
     assert figures["recall_KU"]["recall@5"] == 1.0 and figures["recall_other"]["n"] == 0
+    assert figures[f"ku_{half('q1')}"]["n"] == 1 and sum(figures[f"ku_{h}"]["n"] for h in "AB") == 1
+
+
+def test_questions_fall_in_two_fixed_halves_by_a_hash_of_their_id() -> None:
+    halves = [half(f"q{i}") for i in range(200)]
+    assert set(halves) == {"A", "B"} and 80 <= halves.count("A") <= 120
+    assert half("gpt4_2f91af09") == half("gpt4_2f91af09")  # the same id, the same half in every run
 
 
 def test_the_scripted_judges_cases_have_the_latest_evidence_supersede_the_earlier() -> None:
