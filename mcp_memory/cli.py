@@ -20,7 +20,7 @@ from mcp_memory import __version__
 from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError, McpMemoryError
 from mcp_memory.http.app import serve_http
-from mcp_memory.http.auth import new_token, token_entry, token_env_line
+from mcp_memory.http.token_command import add_token_command, run_token_command
 from mcp_memory.observe.logs import configure_logging
 from mcp_memory.privacy.sweep import add_redact_command
 from mcp_memory.settings import Settings
@@ -69,21 +69,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="HTTP: answer each request with an SSE stream instead of one JSON body")
     body.add_argument("--json-response", action="store_true",
                       help="HTTP: one JSON body per request (the default; kept for older command lines)")
-    token = commands.add_parser("token", help="bearer tokens for HTTP clients",
-                                description="Bearer tokens for the HTTP transport ([[auth.tokens]] in config.toml).")
-    token_commands = token.add_subparsers(dest="token_command", required=True)
-    new = token_commands.add_parser(
-        "new", help="print a fresh random token once, and the [[auth.tokens]] entry (its SHA-256) to paste",
-        description="Print a fresh random token (shown once: give it to the client) and the [[auth.tokens]] entry "
-        "to paste into config.toml, which holds only the token's SHA-256.")
-    new.add_argument("--name", required=True, help="a label for logs and doctor (not a secret)")
-    new.add_argument("--sessions", action="append", required=True, metavar="PATTERN",
-                     help="sessions it may use: an exact name, a prefix ending in '*' (team:alpha:*), or '*' for all; "
-                     "repeat for several")
-    new.add_argument("--can-delete", action="store_true", help="may call delete_memory")
-    new.add_argument("--rate-limit-per-minute", type=int, default=None, metavar="N", help="tool calls per minute")
-    new.add_argument("--env", action="store_true", help="print the entry as an env file line "
-                     "(MCP_MEMORY_AUTH__TOKENS='[...]', for the .env of docker-compose.yml) instead of TOML")
+    add_token_command(commands)
     doctor = commands.add_parser("doctor", parents=[common], allow_abbrev=False,
                                  help="start the database and the model once, print "
                                  "what was found, check it, and exit (1 when a check fails)",
@@ -207,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (2 on a start-up error)."""
     args = _parser().parse_args(argv)
     if args.command == "token":
-        return _new_token(args)
+        return run_token_command(args)
     try:
         settings = _load_settings(getattr(args, "config", None))
         if getattr(args, "log_level", None):
@@ -265,37 +251,6 @@ def main(argv: list[str] | None = None) -> int:
         for error in known:
             print(f"mcp-memory: {error}", file=sys.stderr)
         return 2
-    return 0
-
-
-def _new_token(args: argparse.Namespace) -> int:
-    """``mcp-memory token new``: the token alone on stdout (one line, for scripts), then on stderr what
-    to do with it and the entry to paste (which holds only its SHA-256)."""
-    from mcp_memory.access.scope import SessionScope
-
-    try:
-        SessionScope.parse(args.sessions)
-    except ValueError as exc:
-        print(f"mcp-memory: --sessions: {exc}", file=sys.stderr)
-        return 2
-    if not args.name.strip() or (args.rate_limit_per_minute is not None and args.rate_limit_per_minute < 1):
-        print("mcp-memory: --name must not be blank and --rate-limit-per-minute must be at least 1", file=sys.stderr)
-        return 2
-    token = new_token()
-    print(token, flush=True)  # alone on stdout, so TOKEN=$(mcp-memory token new ...) captures it
-    say = sys.stderr.write
-    say(f"The line above is the token for {args.name!r}, shown only now; give it to the client as the header "
-        "'Authorization: Bearer <token>'.\n\n")
-    if args.env:
-        say("Put this line into .env in place of any MCP_MEMORY_AUTH__TOKENS line (it holds only the token's "
-            "SHA-256; one line holds every token, so merge the lists to keep several) and restart the server "
-            "(docker compose up -d):\n\n")
-        say(token_env_line(token, args.name, args.sessions, args.can_delete, args.rate_limit_per_minute) + "\n")
-        return 0
-    say("Paste this into config.toml (it holds only the token's SHA-256) and restart the server with "
-        "--config config.toml (or MCP_MEMORY_CONFIG=config.toml); a server on 0.0.0.0 also accepts the names in "
-        "[http] allowed_hosts:\n\n")
-    say(token_entry(token, args.name, args.sessions, args.can_delete, args.rate_limit_per_minute) + "\n")
     return 0
 
 

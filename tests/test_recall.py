@@ -21,6 +21,7 @@ from mcp_memory.deps import Deps
 from mcp_memory.server import build_server
 from mcp_memory.pipeline.validate import new_memory
 
+from tools import served
 from tools import store as _store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends("single", "citus")]
@@ -482,6 +483,28 @@ async def test_a_recall_of_many_metadata_heavy_memories_stays_within_the_bound_a
     body = _assert_bounded(result, dict(zip(ids, contents, strict=True)))
     assert len(body["memories"]) >= 20
     assert all(memory["metadata"] == metadata for memory in body["memories"])
+
+
+# --- recency decay counts from as_of --------------------------------------------------------------
+
+
+async def test_recency_decay_counts_age_from_as_of_so_an_early_as_of_ranks_as_it_did_then(pg_url, work_dir, empty_tables):
+    """With a half-life, a recall "as of" a past date decays each memory by its age at that date (an eval
+    asks at a question's date), not by its age today: as of the older memory's day neither has aged, so
+    the better match comes first; today the newer one, half a year younger, outranks it."""
+    settings = make_settings(pg_url, work_dir, recall={"half_life_days": 30})
+    async with served(settings) as client:
+        match = await _store(client, "s-decay", "The billing service keeps its invoices in PostgreSQL.",
+                             occurred_at="2020-01-01")
+        later = await _store(client, "s-decay", "We ordered pizza for the team lunch on Friday.",
+                             occurred_at="2020-07-01")
+        question = "Which database keeps the billing service's invoices?"
+
+        then = await _recall(client, "s-decay", question, top_k=2, as_of="2020-01-01")
+        today = await _recall(client, "s-decay", question, top_k=2)
+
+    assert _ids(then) == [match, later]
+    assert _ids(today) == [later, match]
 
 
 # --- B29: crowded index -----------------------------------------------------------------------------------

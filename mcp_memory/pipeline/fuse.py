@@ -51,6 +51,7 @@ async def fuse(
     tuning: RecallSettings,
     top_k: int,
     filters: RecallFilter | None = None,
+    asked: datetime | None = None,
 ) -> Fused:
     """Fuse ``lists`` into the candidate pool of ``session`` for ``query``.
 
@@ -59,7 +60,8 @@ async def fuse(
     top ``neighbor_anchors`` (in-process copies when present, else PostgreSQL); the fetch of the
     pool's rows; ``adjust`` (half-life, importance); ``order_updates`` (``implicit_updates``);
     ``order_by_subject`` (``subject_updates``). ``filters`` holds inside feedback, spreading
-    (neighbours among the memories that pass) and the fetch.
+    (neighbours among the memories that pass) and the fetch. ``asked`` is when the question is
+    asked (the recall's ``as_of``; None: now): the half-life counts each memory's age from it.
     """
     lists = dict(lists)
     weights = {
@@ -86,7 +88,7 @@ async def fuse(
     pool = fused[: max(top_k * 2, top_k + 10)]
     rows = await ready.repository.fetch(session, [memory_id for memory_id, _ in pool], filters)
     candidates = [rows[i].model_copy(update={"score": s}) for i, s in pool if i in rows]
-    candidates = adjust(candidates, datetime.now(UTC), tuning.half_life_days, tuning.importance_weight)
+    candidates = adjust(candidates, asked or datetime.now(UTC), tuning.half_life_days, tuning.importance_weight)
     if tuning.implicit_updates:
         candidates = await order_updates(ready, session, query, candidates)
     if tuning.subject_updates:

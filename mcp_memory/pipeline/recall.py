@@ -158,7 +158,7 @@ async def trace(
     depth = tuning.model_copy(update={"vector_candidates": max(tuning.vector_candidates, top_k)})
     searched = await search(ready.repository, ready.vectors, session, plan, _first_windows(ready), depth, applied)
     clock.split("embed", "search", searched.embed_ms)
-    fused = await fuse(ready, session, query, searched.lists, tuning, top_k, applied)
+    fused = await fuse(ready, session, query, searched.lists, tuning, top_k, applied, asked)
     candidates, lists = fused.candidates, fused.lists
     clock.lap("fuse")
     rerank_note = None
