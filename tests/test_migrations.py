@@ -221,3 +221,29 @@ async def test_migration_013_indexes_the_cjk_grams_of_memories_already_stored_an
     assert grams[texts[2]] == _python_grams(texts[2])
     assert {"牙", "看牙", "東京", "タワ", "서울", "에서"} <= grams[texts[2]]
     assert left == backfilled
+
+
+async def test_no_table_has_two_btree_indexes_on_the_same_columns(pg_url):
+    """Two B-tree indexes with the same key columns (in either direction) and no predicate serve
+    the same queries, as a B-tree reads backwards as cheaply as forwards; the second one only costs
+    every write. audits had one (session, audit_id DESC) beside its primary key until migration 016."""
+    last = max(version for version, _, _ in migrations._migration_files())
+    async with database_at(pg_url, last) as url:
+        connection = await asyncpg.connect(url)
+        try:
+            rows = await connection.fetch(
+                "SELECT i.indrelid::regclass::text AS tab, i.indexrelid::regclass::text AS idx, i.indkey::text AS keys"
+                " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE a.amname = 'btree' AND i.indpred IS NULL AND i.indexprs IS NULL AND n.nspname = 'public'"
+            )
+        finally:
+            await connection.close()
+    seen: dict[tuple[str, str], str] = {}
+    twins = []
+    for row in rows:
+        key = (row["tab"], row["keys"])
+        if key in seen:
+            twins.append(f"{row['tab']}: {seen[key]} and {row['idx']} on columns {row['keys']}")
+        seen[key] = row["idx"]
+    assert twins == []

@@ -4,7 +4,7 @@ its audit rows.
 Mixed into ``Repository``, which provides ``_run`` (a pooled connection, one retry after a dropped
 connection). Paging is by key (the last row's sort key), never OFFSET, so page 2,000 of a session
 costs what page 1 costs: memories by the storage-order index of migration 009 read backwards
-(``memories_session_time_order``), audits by ``audits_session_newest``.
+(``memories_session_time_order``), audits by their primary key (session, audit_id), read backwards.
 """
 
 from __future__ import annotations

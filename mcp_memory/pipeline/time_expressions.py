@@ -15,10 +15,11 @@ future ("tonight", "next week", or a date after ``as_of``), and dates that
 contradict the year or month written in the span (dateparser reads 2022年3月 as year 1, 3月14日 as
 14 February) are dropped: no window is better than a wrong one.
 
-Not handled, no window: an event anchor ("since the move", "before the trip"): the period starts at
+Periods dateparser does not read come from ``time_periods.period_window`` first: rolling spans
+("in the past month"), "last weekend", "last summer", Chinese dates with a year or a day, and
+Chinese numerals in counted spans (两周前). Not handled, no window: an event anchor ("since the move", "before the trip"): the period starts at
 a memory, and finding that memory is a retrieval of its own, which a wrong anchor would turn into a
-filter of the wrong period; the LLM planner handles these. Phrases dateparser 1.5 does not parse
-either: "last weekend", "last summer", "in the past week", 上个星期, 两周前 (docs/recall-quality.md).
+filter of the wrong period; the LLM planner handles these (docs/recall-quality.md).
 
 Failure policy: never raises for a question; anything unparsed is no window.
 """
@@ -31,6 +32,7 @@ from functools import cache
 from typing import Any
 
 from mcp_memory.models import TimeWindow
+from mcp_memory.pipeline.time_periods import for_dateparser, period_window
 
 __all__ = ["MAY", "TIME_WORDS", "expression_window", "mentions_time", "warm"]
 
@@ -44,6 +46,8 @@ TIME_WORDS = re.compile(
     r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday"
     r"|yesterday|today|tonight|tomorrow|recently|lately|ago|christmas|easter|new year's"
     rf"|(?:last|this|next|past|previous|coming|same)\s+(?:{_UNITS})"
+    r"|(?:last|past)\s+(?:few|couple\s+of|several|\d{1,3}|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+    r"\s+(?:days|weeks|months|years)"
     r"|(?:19|20)\d\d(?:s)?)\b"
     r"|\b\d{1,4}[-/]\d{1,2}(?:[-/]\d{1,4})?\b|\b\d{1,2}\.\d{1,2}\.\d{2,4}\b",
     re.IGNORECASE,
@@ -135,8 +139,11 @@ def expression_window(question: str, as_of: datetime) -> TimeWindow | None:
     """
     if not mentions_time(question):
         return None
-    search_dates, DateDataParser = _parsers()
     base = as_of.replace(tzinfo=None)
+    if (period := period_window(question, base)) is not None:  # what dateparser misses (time_periods.py)
+        return TimeWindow(start=period[0].replace(tzinfo=as_of.tzinfo), end=period[1].replace(tzinfo=as_of.tzinfo))
+    question = for_dateparser(question)
+    search_dates, DateDataParser = _parsers()
     settings = _settings(base)
     try:
         found = search_dates(question, languages=_LANGUAGES, settings=settings) or []
