@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from datetime import UTC, datetime
 
 import asyncpg
 import pytest
@@ -12,6 +13,7 @@ from pgvector.asyncpg import register_vector
 
 from mcp_memory.db import postings
 from mcp_memory.embedding.vector_cache import VectorCache
+from mcp_memory.models import RecallFilter
 
 pytestmark = pytest.mark.anyio
 
@@ -189,3 +191,31 @@ async def test_neighbours_from_the_copy_match_postgres_after_every_change(client
     await client.call_tool("delete_memory", {"session": "s-time", "memory_id": ids[2]})
     await same()
     assert VectorCache(0, 20_000).neighbours("s-time", ids, 2, 3600.0) is None  # no copy: ask PostgreSQL
+
+
+async def test_the_recent_list_from_the_copy_is_postgres_list_with_every_time_filter(client, deps):
+    """The recent list comes from the copy's timeline when the copy is at the session's version: the
+    same ids in the same order as PostgreSQL's (latest occurred_at first, ties by storage order), inside
+    since and until at either end, exact times included; not at all for a stale copy or a metadata filter."""
+    ready = await deps.ready()
+    cache = VectorCache(budget_bytes=64 * 1024 * 1024, exact_max=20_000)
+    times = ["09:00", "09:00", "09:10", "09:30", "12:00", "12:00", "12:05", "15:00"]
+    for i, (text, at) in enumerate(zip(TEXTS + ["We booked the ferry", "The ferry was late"], times, strict=True)):
+        await client.call_tool(
+            "store_memory", {"session": "s-recent", "content": f"{text} ({i})", "occurred_at": f"2026-03-0{1 + i // 6}T{at}:00Z"}
+        )
+    await _assert_same_as_postgres(ready, cache, "s-recent")
+    version = await ready.repository.session_version("s-recent")
+    at = [datetime(2026, 3, 1, 9, 10, tzinfo=UTC), datetime(2026, 3, 1, 12, 0, tzinfo=UTC), datetime(2026, 3, 2, tzinfo=UTC)]
+    filters = [None, RecallFilter(), *(RecallFilter(since=t) for t in at), *(RecallFilter(until=t) for t in at),
+               RecallFilter(since=at[0], until=at[1]), RecallFilter(since=at[1], until=at[0])]
+    for limit in (1, 3, 5, 8, 20):
+        for where in filters:
+            held = cache.recent("s-recent", limit, version, where)
+            assert held == await ready.repository.recent("s-recent", limit, where), (limit, where)
+    assert cache.recent("s-recent", 20, version) == list(reversed(
+        await ready.repository.in_window("s-recent", datetime(2000, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC), 20)
+    ))
+    assert cache.recent("s-recent", 5, version, RecallFilter(metadata={"a": 1})) is None  # the copy holds no metadata
+    await _store(client, "s-recent", "A note stored after the copy was taken")
+    assert cache.recent("s-recent", 5, await ready.repository.session_version("s-recent")) is None  # stale: ask PostgreSQL

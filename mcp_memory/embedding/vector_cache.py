@@ -124,6 +124,17 @@ class VectorCache:
             return None
         return copy.neighbours(memory_ids, span, max_gap_s, *((filters.since, filters.until) if filters else (None, None)))
 
+    def recent(
+        self, session: str, limit: int, version: SessionVersion, filters: RecallFilter | None = None
+    ) -> list[str] | None:
+        """``Repository.recent`` from the session's copy; None when the copy is missing or not at
+        ``version`` (the session's version just read), or the filter names metadata, which the copy
+        does not hold (ask PostgreSQL)."""
+        copy = self._copies.get(session)
+        if copy is None or copy.version != version or (filters is not None and filters.metadata):
+            return None
+        return copy.recent(limit, *((filters.since, filters.until) if filters else (None, None)))
+
     def vectors(self, session: str, memory_ids: list[str]) -> dict[str, np.ndarray] | None:
         """Unit vectors (window 0) of ``memory_ids`` from the session's copy, keyed by id (ids it lacks
         are absent); None when the session has no copy (ask ``Repository.embeddings``).

@@ -3,6 +3,7 @@ neighbours are read from (``vector_cache.py`` keeps these copies current and wit
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -74,6 +75,15 @@ class Copy:
             if near:
                 found[memory_id] = near
         return found
+
+    def recent(self, limit: int, since: datetime | None, until: datetime | None) -> list[str]:
+        """``ChronologyQueries.recent`` from the copy: the ``limit`` latest memories with occurred_at in
+        [since, until], latest first, ties by created_at then memory_id, both descending (a uuid's
+        lowercase text sorts as its bytes do)."""
+        timeline = self.timeline
+        start = 0 if since is None else bisect_left(timeline, since, key=_occurred_at)
+        end = len(timeline) if until is None else bisect_right(timeline, until, key=_occurred_at)
+        return [memory_id for _, _, memory_id in reversed(timeline[max(start, end - limit) : end])]
 
     def vectors(self, memory_ids: list[str]) -> dict[str, np.ndarray]:
         """Each known id's first column (window 0 as loaded first), unit length."""
@@ -153,6 +163,10 @@ class Copy:
             if len(found) == limit:
                 break
         return list(found.items())
+
+
+def _occurred_at(entry: tuple[datetime, datetime, str]) -> datetime:
+    return entry[0]
 
 
 def without(snapshot: SessionVectors, known: set[str]) -> SessionVectors:
