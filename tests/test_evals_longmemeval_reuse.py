@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+from test_evals_longmemeval import REPLY, _instance, _user
 
 from evals.longmemeval import build_parser, run
 from evals.longmemeval_data import load
 from evals.longmemeval_reuse import turn_map
 from evals.longmemeval_select import scored_questions
-from test_evals_longmemeval import REPLY, _instance, _user
 
 SAME = "Remind me to water the ficus on Sundays."
 
