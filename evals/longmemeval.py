@@ -36,6 +36,7 @@ from evals.locomo import git_state, parse_ks, parse_modes
 from evals.longmemeval_data import ORACLE, QUESTION_TYPES, SAMPLE_S, Question, load
 from evals.longmemeval_metrics import QuestionScore, score_question, session_ranking, summarize
 from evals.longmemeval_report import HEADLINE_K, LmeResult, print_table, write_reports
+from evals.longmemeval_reuse import read_ingest
 from evals.longmemeval_select import fit_turns, has_gold, scored_questions
 from evals.retrievers import Bm25Retriever, Retriever
 
@@ -118,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="cut longer user turns to this (the server's default content limit); the report lists them",
     )
     parser.add_argument("--per-question", action="store_true", help="add per-question ranks to the JSON")
+    parser.add_argument(
+        "--reuse-ingest", action="store_true",
+        help="store nothing: ask the questions of an earlier ingest in this database (evals.longmemeval_reuse)",
+    )
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -196,6 +201,8 @@ async def evaluate_modes(args: argparse.Namespace, questions: Sequence[Question]
 
     results: list[LmeResult] = []
     ingested: dict[str, dict[str, list[str]]] | None = None
+    if args.reuse_ingest:
+        ingested = await read_ingest(questions, SESSION_PREFIX, args.data_dir, args.database_url)
     for name in args.modes:
         mode = named_mode(name)
         logger.info("mode %s: %s", name, mode.description)
@@ -235,7 +242,8 @@ def run_header(args: argparse.Namespace, questions: Sequence[Question], left_out
                 "not_selected": [q.question_id for q in left_out if not q.abstention and has_gold(q)],
             },
         },
-        "settings": {"ks": list(args.k), "top_k": args.top_k, "query": "raw question", "modes": list(args.modes)},
+        "settings": {"ks": list(args.k), "top_k": args.top_k, "query": "raw question", "modes": list(args.modes),
+                     "ingest": "reused (--reuse-ingest)" if args.reuse_ingest else "stored"},
         "notes": [
             "Only user turns are indexed (PROTOCOL.md); _abs questions and questions without a gold user turn "
             "are left out and not ingested.",

@@ -140,6 +140,14 @@ LEVERS: dict[str, Mode] = {
              "recall.time_expressions on -> off"),
         Mode("prf3+entity0.5", {"prf_memories": 3, "prf_weight": 0.5, "entity_weight": 0.5},
              "default + feedback (3 memories, weight 0.5) + entity list (weight 0.5)", "feedback and entity list, 0.5 each"),
+        Mode("vfb4", {"vector_feedback": 4}, "default + vector feedback (centroid of the top 4, list weight 0.5)",
+             "vector feedback, 4 memories, weight 0.5"),
+        Mode("vfb1w1", {"vector_feedback": 1, "vector_feedback_weight": 1.0},
+             "default + vector feedback (the top memory's vector, list weight 1)", "vector feedback, 1 memory, weight 1"),
+        Mode("rrf5-vw1.5", {"rrf_k": 5, "vector_weight": 1.5}, "default with RRF k 5 and vector weight 1.5",
+             "rrf_k 3 -> 5, vector_weight 1 -> 1.5"),
+        Mode("anchors45-gap600", {"neighbor_anchors": 45, "neighbor_max_gap_s": 600},
+             "default, 45 anchors, neighbours at most 600 s apart", "neighbor_anchors 30 -> 45, neighbor_max_gap_s 3600 -> 600"),
     )
 }
 """Levers measured against ``default``: each overrides the default settings with one change."""

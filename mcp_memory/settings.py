@@ -118,6 +118,10 @@ class RecallSettings(SettingsGroup):
         description="What a memory inherits from the anchors it neighbours: the best score, or the sum (an episode"
         " with several matches counts more).",
     )
+    vector_feedback: int = Field(
+        0, ge=0, description="Vector feedback: top fused memories whose centroid is searched as one more list (0: off)."
+    )
+    vector_feedback_weight: float = Field(0.5, ge=0, description="Weight of the vector feedback list.")
     prf_memories: int = Field(
         0, ge=0, description="Pseudo-relevance feedback: top fused memories whose words expand the query (0: off)."
     )

@@ -1,4 +1,5 @@
-"""The optional recall levers: the entity list, pseudo-relevance feedback and episode (sum) spreading."""
+"""The optional recall levers: the entity list, pseudo-relevance feedback, vector feedback and episode (sum)
+spreading."""
 
 from __future__ import annotations
 
@@ -86,3 +87,24 @@ def test_sum_spreading_favours_a_memory_amid_several_matches():
     neighbours = {"a": ["x", "y"], "b": ["x"], "c": ["y"]}
     assert spread(fused, neighbours, 0.5) == [("a", 1.0), ("b", 0.75), ("c", 0.5), ("x", 0.5), ("y", 0.5)]
     assert spread(fused, neighbours, 0.5, "sum") == [("a", 1.0), ("x", 0.875), ("b", 0.75), ("y", 0.75), ("c", 0.5)]
+
+
+async def test_vector_feedback_searches_near_the_best_memories_as_a_list_of_its_own(base_settings, deps, empty_tables):
+    memories = [
+        "I water the monstera and the basil on the balcony every Sunday.",
+        "The fern in the bathroom and the cactus by the window need a drink twice a week.",
+        "The printer on the second floor jams when the paper is damp.",
+        "Our team meeting moved to Thursday mornings.",
+    ]
+    async with _client_with(base_settings, vector_feedback=1) as client:
+        ids = await _store_all(client, "s-vfb", memories)
+        candidates = await _candidates(client, "s-vfb", "Which plants do I water on Sundays?")
+    best = candidates["keyword:0"][0]
+    assert best == ids[0]
+    assert candidates["vfb"][:2] == [ids[0], ids[1]]  # the best memory itself, then the other plants
+    assert len(candidates["vfb"]) == len(memories)
+
+
+async def test_vector_feedback_is_off_by_default(client):
+    await _store_all(client, "s-vfb", ["I water the basil every Sunday.", "The printer jams."])
+    assert "vfb" not in await _candidates(client, "s-vfb", "Which plants do I water?")

@@ -1,7 +1,7 @@
 """The fuse stage: merge the search stage's ranked lists into one ranking of candidates.
 
-``fuse`` is the stage's entry: RRF over the lists, pseudo-relevance feedback (a list of its own,
-then RRF again), neighbour spreading, the fetch of the pool's rows, recency/importance
+``fuse`` is the stage's entry: RRF over the lists, pseudo-relevance feedback and vector feedback
+(a list of its own each, then RRF again), neighbour spreading, the fetch of the pool's rows, recency/importance
 adjustment and the no-LLM newer-over-older rules. The rest of this module is its pure parts.
 
 RRF (Cormack, Clarke and Buettcher, "Reciprocal Rank Fusion outperforms Condorcet and
@@ -25,6 +25,7 @@ from mcp_memory.models import Candidate, RecallFilter
 from mcp_memory.pipeline.expand import expand
 from mcp_memory.pipeline.implicit_updates import order_updates
 from mcp_memory.pipeline.subject_updates import order_by_subject
+from mcp_memory.pipeline.vector_feedback import vector_feedback
 from mcp_memory.settings import RecallSettings
 
 __all__ = ["Fused", "adjust", "fuse", "is_rewrite", "list_kind", "rrf", "spread"]
@@ -56,7 +57,8 @@ async def fuse(
     """Fuse ``lists`` into the candidate pool of ``session`` for ``query``.
 
     Steps, each off when its weight or setting is 0: RRF over the lists; pseudo-relevance
-    feedback (``prf_memories``), fused in as the ``prf`` list; neighbour spreading from the
+    feedback (``prf_memories``), fused in as the ``prf`` list; vector feedback (``vector_feedback``,
+    ``pipeline.vector_feedback``), fused in as the ``vfb`` list; neighbour spreading from the
     top ``neighbor_anchors`` (in-process copies when present, else PostgreSQL); the fetch of the
     pool's rows; ``adjust`` (half-life, importance); ``order_updates`` (``implicit_updates``);
     ``order_by_subject`` (``subject_updates``). ``filters`` holds inside feedback, spreading
@@ -73,10 +75,14 @@ async def fuse(
         "window": tuning.window_weight,
         "entity": tuning.entity_weight,
         "prf": tuning.prf_weight,
+        "vfb": tuning.vector_feedback_weight,
     }
     fused = rrf(lists, weights, tuning.rrf_k, tuning.rewrite_weight)
     if tuning.prf_memories and fused and (feedback := await expand(ready.repository, session, query, fused, tuning, filters)):
         lists["prf"] = feedback
+        fused = rrf(lists, weights, tuning.rrf_k, tuning.rewrite_weight)
+    if tuning.vector_feedback and fused and (near := await vector_feedback(ready, session, fused, tuning, filters)):
+        lists["vfb"] = near
         fused = rrf(lists, weights, tuning.rrf_k, tuning.rewrite_weight)
     if tuning.neighbor_weight > 0 and fused:
         anchors = [memory_id for memory_id, _ in fused[: tuning.neighbor_anchors]]
