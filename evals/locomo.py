@@ -6,7 +6,7 @@ LoCoMo's evidence recall@k, hit@k and MRR (see ``evals.metrics``). Figures are p
 and written as JSON plus a markdown twin. Logs go to stderr; the table to stdout.
 
 In process, mcp-memory is evaluated under each retrieval mode of ``--modes`` (default: all of
-``evals.mcp_retriever.MODES``): the conversations are ingested once, by the first mode's server, and
+``evals.modes.MODES``): the conversations are ingested once, by the first mode's server, and
 every question is then asked of one server per mode, each built with its own ``RecallSettings``
 over the same database, one after the other. ``--folds N`` adds recall@10 per fold of conversations.
 
@@ -96,7 +96,7 @@ def parse_modes(text: str) -> tuple[str, ...]:
     Raises:
         argparse.ArgumentTypeError: a name is not a mode.
     """
-    from evals.mcp_retriever import LEVERS, MODES
+    from evals.modes import LEVERS, MODES
 
     names = {item.strip() for item in text.split(",") if item.strip()}
     if "all" in names:
@@ -178,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="retrieval modes to evaluate in process, comma-separated, default all "
         "(vector, keyword, hybrid-rrf60, hybrid, hybrid+supplement, no-updates, default); levers: default and every "
-        "lever of evals.mcp_retriever.LEVERS",
+        "lever of evals.modes.LEVERS",
     )
     parser.add_argument(
         "--folds", type=parse_folds, default=0, help="also report R@10 per fold (conversations alternated); e.g. 2"
@@ -383,7 +383,7 @@ async def run(args: argparse.Namespace) -> int:
     header["run_s"] = run_s
     header["git"] = git
     if mode_results:
-        from evals.mcp_retriever import named_mode
+        from evals.modes import named_mode
 
         header["source_sha256"] = mode_results[0].settings.get("source_sha256")
         fingerprints = {result.settings.get("source_sha256") for result in mode_results}
@@ -419,7 +419,7 @@ def stage_steps(results: Sequence[RetrieverResult]) -> dict[str, str]:
     The step text of ``MODES`` when the two are neighbours there; otherwise the recall settings
     that differ between the two servers (``key a -> b``), read from their recorded settings.
     """
-    from evals.mcp_retriever import MODES, settings_changes
+    from evals.modes import MODES, settings_changes
 
     order = list(MODES)
     steps: dict[str, str] = {}
@@ -462,7 +462,8 @@ async def evaluate_modes(
     Each server starts its own resources (the embedded PostgreSQL is joined, not restarted) and
     closes its pool before the next one starts.
     """
-    from evals.mcp_retriever import McpMemoryRetriever, named_mode, open_client
+    from evals.mcp_retriever import McpMemoryRetriever, open_client
+    from evals.modes import named_mode
 
     results: list[RetrieverResult] = []
     ingested: dict[str, dict[str, list[str]]] | None = None

@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--only-baselines", action="store_true", help="skip mcp-memory; run BM25 only")
     parser.add_argument(
         "--modes", type=parse_modes, default=("default",),
-        help="retrieval modes of evals.mcp_retriever, comma-separated (default: default); one ingest serves all",
+        help="retrieval modes of evals.modes, comma-separated (default: default); one ingest serves all",
     )
     parser.add_argument(
         "--concurrency", type=bounded_int(1), default=16,
@@ -197,7 +197,8 @@ def miss(question: Question, ranked: Sequence[Sequence[str]]) -> dict[str, objec
 
 async def evaluate_modes(args: argparse.Namespace, questions: Sequence[Question]) -> list[LmeResult]:
     """Ingest once (first mode) and ask every question under each mode, one in-process server per mode."""
-    from evals.mcp_retriever import McpMemoryRetriever, named_mode, open_client
+    from evals.mcp_retriever import McpMemoryRetriever, open_client
+    from evals.modes import named_mode
 
     results: list[LmeResult] = []
     ingested: dict[str, dict[str, list[str]]] | None = None

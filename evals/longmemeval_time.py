@@ -31,7 +31,8 @@ import anyio
 from evals.locomo_data import Conversation
 from evals.locomo_data import Turn as LocomoTurn
 from evals.longmemeval_data import ORACLE, QUESTION_TYPES, SAMPLE_S, Question, load
-from evals.mcp_retriever import LEVERS, MODES, McpMemoryRetriever, open_client
+from evals.mcp_retriever import McpMemoryRetriever, open_client
+from evals.modes import LEVERS, MODES
 from evals.retrievers import Bm25Retriever
 from mcp_memory.pipeline.time_expressions import expression_window
 

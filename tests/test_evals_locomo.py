@@ -199,7 +199,7 @@ def _result(name: str, recall_at_10: dict[str, float], recall: dict[str, object]
 
 
 def test_every_mode_names_real_recall_settings_and_validates() -> None:
-    from evals.mcp_retriever import MODES, mode_recall_settings
+    from evals.modes import MODES, mode_recall_settings
     from mcp_memory.settings import RecallSettings
 
     assert list(MODES) == ["vector", "keyword", "hybrid-rrf60", "hybrid", "hybrid+supplement", "no-updates", "default"]
@@ -213,7 +213,7 @@ def test_every_mode_names_real_recall_settings_and_validates() -> None:
 
 
 def test_modes_switch_the_lists_the_issue_describes() -> None:
-    from evals.mcp_retriever import MODES, mode_recall_settings
+    from evals.modes import MODES, mode_recall_settings
     from mcp_memory.settings import RecallSettings
 
     base = RecallSettings()
@@ -240,7 +240,7 @@ def test_modes_switch_the_lists_the_issue_describes() -> None:
 
 
 def test_mode_with_an_unknown_field_is_refused() -> None:
-    from evals.mcp_retriever import Mode, mode_recall_settings
+    from evals.modes import Mode, mode_recall_settings
     from mcp_memory.settings import RecallSettings
 
     with pytest.raises(ValueError, match="no field neighbour_weight"):
@@ -314,7 +314,7 @@ def test_stage_deltas_subtract_consecutive_modes() -> None:
 
 def test_stage_steps_name_neighbours_or_the_changed_settings() -> None:
     from evals.locomo import stage_steps
-    from evals.mcp_retriever import MODES
+    from evals.modes import MODES
 
     results = [
         _result("vector", {}, {"rrf_k": 3, "keyword_weight": 0.0}),
@@ -328,7 +328,7 @@ def test_stage_steps_name_neighbours_or_the_changed_settings() -> None:
 
 
 def test_settings_changes_lists_only_differences() -> None:
-    from evals.mcp_retriever import settings_changes
+    from evals.modes import settings_changes
 
     assert settings_changes({"a": 1, "b": 2}, {"a": 1, "b": 3, "c": 0}) == ["b 2 -> 3", "c None -> 0"]
 
@@ -389,7 +389,7 @@ async def test_modes_are_refused_over_http_before_anything_runs() -> None:
 
 def test_every_lever_names_real_recall_settings_and_parses_with_the_default() -> None:
     from evals.locomo import parse_modes
-    from evals.mcp_retriever import LEVERS, mode_recall_settings
+    from evals.modes import LEVERS, mode_recall_settings
     from mcp_memory.settings import RecallSettings
 
     base = RecallSettings()
