@@ -56,6 +56,10 @@ async def test_a_healthy_embedded_database_passes_every_check_and_exits_0(spawn)
     assert "llm: none" in lines and "http auth: none (only a loopback --host, or --insecure-no-auth)" in lines
     assert [line.split("]")[0] for line in lines if line.startswith("[")] == ["[ok"] * len(CHECKS)
     assert "[ok] indexes: " in text.stdout.decode()
+    documented = (Path(__file__).resolve().parents[1] / "docs" / "operations.md").read_text()
+    for check in ("migrations", "indexes"):  # the example there is "a new data directory, with this version"
+        [line] = [line for line in lines if line.startswith(f"[ok] {check}: ")]
+        assert line in documented, f"docs/operations.md shows another {check} line than a new data dir: {line}"
     for run in (result, text):  # log lines only: no library's warning (urllib3's about SOCKS support was one)
         assert [line for line in run.stderr.decode().splitlines() if " INFO mcp_memory." not in line] == []
 

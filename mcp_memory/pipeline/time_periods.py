@@ -3,8 +3,8 @@
 ``time_expressions.expression_window`` asks ``period_window`` first; dateparser 1.5 returns
 nothing, or a wrong date, for each of these (tests/test_time_expressions.py):
 
-- a rolling span, "in the past month", "over the last two weeks", "the past few days": from as_of
-  minus the span to as_of ("few" counts 3, "a couple of" 2). Only with "the": a bare "last month"
+- a rolling span, "in the past month", "over the last two weeks", "the past few days": from the
+  start of the day the span before as_of, to as_of ("few" counts 3, "a couple of" 2). Only with "the": a bare "last month"
   stays dateparser's calendar month.
 - "last weekend", "the past weekend", "this past weekend": Saturday and Sunday of the week (Monday
   to Sunday) before as_of's week.
