@@ -110,6 +110,10 @@ async def test_confirm_that_looks_like_json_must_equal_the_session_as_text(clien
         ("store_memory", {"session": 1}, "session: input should be a valid string; got a number"),
         ("store_memory", {"occurred_at": 20250314}, "occurred_at: input should be a valid string; got a number"),
         ("store_memory", {"metadata": "note"}, "metadata: input should be a valid dictionary; got a string"),
+        ("store_memory", {"metadata": "{category: home}"},  # keys unquoted: a string, but not its JSON
+         "metadata: input should be a valid dictionary; got a string that is not valid JSON"),
+        ("store_memory", {"metadata": "[1]"}, "metadata: input should be a valid dictionary; got a list"),
+        ("store_memory", {"supersedes": "[1,"}, "supersedes: input should be a valid list; got a string that is not valid JSON"),
         ("delete_memory", {"all": "yes"}, "all: input should be a valid boolean; got a string"),
         ("delete_memory", {"all": 1}, "all: input should be a valid boolean; got a number"),
         ("delete_memory", {"confirm": True}, "confirm: input should be a valid string; got a boolean"),

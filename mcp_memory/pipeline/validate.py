@@ -42,6 +42,18 @@ def _json_kind(value: Any) -> str:
     return _JSON_KINDS.get(type(value), "another kind of value")
 
 
+def _held_json(error: dict[str, Any]) -> str:
+    """For a list or object field sent a string that starts as JSON would (``[`` or ``{``; such a
+    string is read as its JSON, ``arguments.py``) but does not parse: say so, so a typo in
+    hand-written JSON is not reported as a mere string."""
+    value = error.get("input")
+    if error["type"] not in ("dict_type", "list_type") or not isinstance(value, str):
+        return ""
+    if not value.lstrip().startswith(("[", "{")):
+        return ""
+    return " that is not valid JSON"
+
+
 def argument_error(errors: list[dict[str, Any]]) -> InvalidInput:
     """One line naming the first argument that failed the tool's schema (pydantic's ``errors()``).
 
@@ -60,7 +72,7 @@ def argument_error(errors: list[dict[str, Any]]) -> InvalidInput:
         first = errors[0]
         where, message = names[0], first["msg"]
         problem = message[:1].lower() + message[1:]
-        problem += f"; got {_json_kind(first.get('input'))}"
+        problem += f"; got {_json_kind(first.get('input'))}{_held_json(first)}"
         others = len(errors) - 1
     if others:
         problem += f" (and {others} more problem(s) with the arguments)"
