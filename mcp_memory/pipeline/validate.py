@@ -20,7 +20,6 @@ from mcp_memory.privacy.settings import SecretsPolicy
 from mcp_memory.settings import LimitSettings
 
 __all__ = [
-    "argument_error",
     "check_idempotency_key",
     "check_memory_id",
     "check_session",
@@ -30,53 +29,6 @@ __all__ = [
     "new_memory",
     "parse_occurred_at",
 ]
-
-
-_JSON_KINDS = {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list",
-               dict: "an object", type(None): "null"}
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, float) and not value.is_integer():
-        return "a number with a fraction"
-    return _JSON_KINDS.get(type(value), "another kind of value")
-
-
-def _held_json(error: dict[str, Any]) -> str:
-    """For a list or object field sent a string that starts as JSON would (``[`` or ``{``; such a
-    string is read as its JSON, ``arguments.py``) but does not parse: say so, so a typo in
-    hand-written JSON is not reported as a mere string."""
-    value = error.get("input")
-    if error["type"] not in ("dict_type", "list_type") or not isinstance(value, str):
-        return ""
-    if not value.lstrip().startswith(("[", "{")):
-        return ""
-    return " that is not valid JSON"
-
-
-def argument_error(errors: list[dict[str, Any]]) -> InvalidInput:
-    """One line naming the first argument that failed the tool's schema (pydantic's ``errors()``).
-
-    The SDK validates arguments against each tool's signature before the tool runs and would
-    otherwise return pydantic's multi-line report with a web link. The line names the argument
-    (``supersedes``, or ``supersedes.0`` for an item), what it should be, and the JSON kind
-    received (never the value, which may be long), plus how many more arguments failed; missing
-    arguments are named all at once.
-    """
-    names = [".".join(str(part) for part in error["loc"]) or "arguments" for error in errors]
-    missing = [name for name, error in zip(names, errors) if error["type"] == "missing"]
-    if missing:  # every missing argument at once, so one retry can fix them all
-        where, problem = ", ".join(missing), "is required" if len(missing) == 1 else "are required"
-        others = len(errors) - len(missing)
-    else:
-        first = errors[0]
-        where, message = names[0], first["msg"]
-        problem = message[:1].lower() + message[1:]
-        problem += f"; got {_json_kind(first.get('input'))}{_held_json(first)}"
-        others = len(errors) - 1
-    if others:
-        problem += f" (and {others} more problem(s) with the arguments)"
-    return InvalidInput(where, problem)
 
 
 def check_session(session: str, limits: LimitSettings) -> str:
