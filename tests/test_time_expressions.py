@@ -196,7 +196,10 @@ async def test_the_llm_planners_window_wins_over_the_expression(pg_url, work_dir
     ("as_of", "message"),
     [
         ("yesterday", "as_of: could not parse 'yesterday' as ISO 8601; use e.g. 2025-03-14T09:30:00+01:00 or 2025-03-14"),
-        ("2023-02-30", "as_of: could not parse '2023-02-30' as ISO 8601; use e.g. 2025-03-14T09:30:00+01:00 or 2025-03-14"),
+        ("2023-02-30", "as_of: '2023-02-30' is not a real date or time: day is out of range for month"),
+        ("2023-05-30T25:00:00", "as_of: '2023-05-30T25:00:00' is not a real date or time: hour must be in 0..23"),
+        ("2023-05-30T10:00:00+25:00",
+         "as_of: '2023-05-30T10:00:00+25:00' is not a real date or time: the UTC offset must be less than 24 hours"),
         (20230530, "as_of: input should be a valid string; got a number"),
     ],
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import unicodedata
 import uuid
 from datetime import UTC, datetime, time
@@ -29,6 +30,11 @@ __all__ = [
     "new_memory",
     "parse_occurred_at",
 ]
+
+
+# A date, or a date-time with an optional offset, in ISO 8601's extended form: when one of these fails
+# to parse, a field is out of range (day 30 of February, hour 25), not the form.
+_ISO_SHAPE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?)?")
 
 
 def check_session(session: str, limits: LimitSettings) -> str:
@@ -162,7 +168,10 @@ def parse_occurred_at(value: str | None, now: datetime | None = None, field: str
     text = value.strip()
     try:
         parsed = datetime.fromisoformat(text)
-    except ValueError:
+    except ValueError as exc:
+        if _ISO_SHAPE.fullmatch(text):  # the form is right, a field is not: say which ("2023-02-30")
+            reason = "the UTC offset must be less than 24 hours" if "offset" in str(exc) else str(exc)
+            raise InvalidInput(field, f"{value!r} is not a real date or time: {reason}") from None
         raise InvalidInput(
             field, f"could not parse {value!r} as ISO 8601; use e.g. 2025-03-14T09:30:00+01:00 or 2025-03-14"
         ) from None
