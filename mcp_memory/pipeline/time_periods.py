@@ -21,6 +21,7 @@ raises for a question; anything unread is None.
 
 from __future__ import annotations
 
+import calendar
 import re
 from datetime import datetime, time, timedelta
 
@@ -44,8 +45,7 @@ _CJK_COUNTED = re.compile(r"([一二两三四五六七八九十])(?=\s*(?:个\s*
 
 def for_dateparser(question: str) -> str:
     """``question`` with what dateparser misreads in Chinese rewritten: a numeral before a counted
-    span (两周前 -> 2周前, 三个月前 -> 3个月前) and 上个星期 / 上星期 as 上周; the length is unchanged
-    where it matters for positions only in the rewritten spans."""
+    span (两周前 -> 2周前, 三个月前 -> 3个月前) and 上个星期 / 上星期 as 上周."""
     text = _CJK_COUNTED.sub(lambda m: _CJK_DIGITS[m.group(1)], question)
     return re.sub(r"上个?星期", "上周", text)
 
@@ -59,8 +59,7 @@ def _months_back(moment: datetime, months: int) -> datetime:
     year, month = divmod(month_index, 12)
     if year < 1:
         raise ValueError("before year 1")
-    day = min(moment.day, [31, 29 if year % 4 == 0 and (year % 100 or year % 400 == 0) else 28, 31, 30, 31, 30, 31,
-                           31, 30, 31, 30, 31][month])
+    day = min(moment.day, calendar.monthrange(year, month + 1)[1])
     return moment.replace(year=year, month=month + 1, day=day)
 
 
