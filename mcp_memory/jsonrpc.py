@@ -144,7 +144,9 @@ class AnswerEveryRequest:
     The body is read within the SDK's own limit (``RequestBodyLimitMiddleware``, 413 beyond it) and
     replayed to the app unchanged. Other paths, methods and content types pass through untouched.
     A request refused for a lone surrogate is answered only once the SDK has answered a stand-in
-    request with its id and headers (``_after_checks``).
+    request with its id and headers (``_after_checks``). With authentication on, the app runs it inside
+    the SDK's authentication middleware, and a request without a known token passes straight through
+    to the SDK's 401: the token is checked before the body.
     """
 
     def __init__(self, app: ASGIApp, path: str = "/mcp", max_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_SIZE) -> None:
@@ -153,6 +155,9 @@ class AnswerEveryRequest:
         self._limited = RequestBodyLimitMiddleware(self._check, max_body_bytes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("user") is not None and not scope["user"].is_authenticated:
+            await self.app(scope, receive, send)  # auth is on and the token unknown: the SDK answers 401 first
+            return
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in (self.path, self.path + "/"):
             content_type = dict(scope["headers"]).get(b"content-type", b"").split(b";")[0].strip().lower()
             if content_type == b"application/json":

@@ -105,8 +105,8 @@ class RecallFilter(BaseModel):
     until: datetime | None = Field(
         None, description="Latest occurred_at returned (inclusive), in UTC; a date given is the end of that day."
     )
-    metadata: dict[str, Any] = Field(
-        default_factory=dict, description="Keys every returned memory's metadata holds with exactly these values."
+    metadata: dict[str, Any] | None = Field(
+        None, description="Keys every returned memory's metadata holds with exactly these values; null when not given."
     )
 
     @property

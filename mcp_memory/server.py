@@ -13,6 +13,7 @@ from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings as SdkAuthSettings
 from mcp.server.mcpserver import MCPServer
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -47,7 +48,9 @@ class _Server(MCPServer):
 
     def streamable_http_app(self, **kwargs: Any) -> Starlette:
         app = super().streamable_http_app(**kwargs)
-        app.add_middleware(AnswerEveryRequest, path=kwargs.get("streamable_http_path", "/mcp"))
+        # Inside the SDK's authentication middleware (when auth is on), so the token is checked before
+        # the body: a caller without a known token gets the SDK's 401, whatever it sent.
+        app.user_middleware.append(Middleware(AnswerEveryRequest, path=kwargs.get("streamable_http_path", "/mcp")))
         return app
 
 

@@ -265,3 +265,26 @@ async def test_two_authorization_headers_get_401_and_run_nothing(served: Served,
             reply = http.send(request)
             assert reply.status_code == 401 and "mcp-session-id" not in reply.headers, reply.text
     assert await served.contents(session) == []
+
+
+@pytest.mark.parametrize("body", [b"not json", b"{}", b'{"jsonrpc": "2.0", "id": 7}', b"[]"])
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong-token"])
+async def test_a_malformed_body_without_a_known_token_gets_401_not_400(
+    served: Served, body: bytes, authorization: str | None
+) -> None:
+    """The token is checked before the body: a caller without one learns nothing about what it sent
+    (docs/security.md: a missing or unknown token is HTTP 401, nothing executed)."""
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    if authorization is not None:
+        headers["Authorization"] = authorization
+    response = httpx.post(mcp_url(served.port), content=body, headers=headers, timeout=30)
+    assert response.status_code == 401, response.text
+    assert response.headers["www-authenticate"].startswith("Bearer ")
+
+
+async def test_a_malformed_body_with_a_good_token_still_gets_its_json_rpc_error(served: Served) -> None:
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "Authorization": f"Bearer {ALPHA}"}
+    response = httpx.post(mcp_url(served.port), content=b"not json", headers=headers, timeout=30)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == -32700

@@ -186,3 +186,11 @@ def test_a_stdio_client_does_not_pass_the_shells_settings(monkeypatch: pytest.Mo
 def test_the_readme_reads_in_five_minutes() -> None:
     """Issue 27: at most 250 lines; the reference lives in docs/."""
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
+
+
+def test_the_readme_lists_every_command() -> None:
+    """README: "`mcp-memory --help` lists every command (...)": the list is the CLI's own."""
+    text = " ".join((ROOT / "README.md").read_text().split())
+    listed = re.search(r"--help` lists every command \(([^)]*)\)", text)
+    assert listed, "the README's command list is gone"
+    assert set(re.findall(r"`([a-z-]+)`", listed.group(1))) == set(_subcommands(_parser()))

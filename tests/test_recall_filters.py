@@ -190,6 +190,16 @@ async def test_the_result_and_the_audit_echo_the_filters_as_applied_in_utc(clien
     assert result["memories"] == []  # no memory holds metadata a=1
 
 
+async def test_a_filter_not_given_is_echoed_null(client, stored):
+    """Each part alone: the parts not given are null in the echo, metadata as since and until."""
+    times, _ = await _recall(client, query="keys", since="2024-03-01")
+    assert times["filters"] == {"since": "2024-03-01T00:00:00Z", "until": None, "metadata": None}
+    keys, detail = await _recall(client, query="keys", metadata={"a": 1})
+    assert keys["filters"] == detail["filters"] == {"since": None, "until": None, "metadata": {"a": 1}}
+    given_empty, _ = await _recall(client, query="keys", metadata={})
+    assert given_empty["filters"] == {"since": None, "until": None, "metadata": {}}  # as given: no key to hold
+
+
 async def test_without_filters_the_echo_is_null(client, stored):
     result, detail = await _recall(client, query="keys")
 

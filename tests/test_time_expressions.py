@@ -146,6 +146,19 @@ async def test_recall_with_yesterday_ranks_yesterdays_memory_first_counted_from_
     assert (await _last_audit(reading, "s-y"))["candidates"]["window"] == [ids["2023-05-28"]]
 
 
+async def test_as_of_and_the_window_hide_nothing_until_does(client):
+    """docs/tools.md: the window joins the ranking and is not a filter, and as_of hides nothing; until
+    is what limits a recall to what was known by a moment."""
+    ids = await _dinners(client, "s-hide")
+    ask = {"session": "s-hide", "query": "What did I cook for dinner yesterday?", "as_of": "2023-05-29T21:00:00Z"}
+
+    returned = {m["memory_id"] for m in (await call(client, "recall_memory", ask))["memories"]}
+    assert returned == set(ids.values())  # the 30th, after as_of, and the 29th, outside "yesterday", too
+
+    until = await call(client, "recall_memory", {**ask, "until": "2023-05-29T21:00:00Z"})
+    assert {m["memory_id"] for m in until["memories"]} == {ids["2023-05-28"], ids["2023-05-29"]}
+
+
 async def test_time_expressions_are_on_by_default_and_as_of_is_audited(client):
     """On since the window list ranks the window's memories by the question (LoCoMo temporal R@10
     75.6 -> 76.7, LongMemEval_S temporal recall_all@5 81.8 -> 90.9; evals/README.md)."""

@@ -212,9 +212,17 @@ async def test_a_file_that_is_not_an_export_is_refused_in_one_line_and_nothing_i
         result = await anyio.run_process([MCP_MEMORY, "import", str(path)],
                                          env=server_env(work_dir, MCP_MEMORY_DATABASE_URL=fresh_db), check=False)
     assert result.returncode == 2
-    assert result.stderr.decode().strip().splitlines()[-1] == (
-        f"mcp-memory: {path}: line 1 is not an mcp-memory export header (written by mcp-memory export)")
+    assert result.stderr.decode().strip() == (  # one line, before any progress bar
+        f"mcp-memory: {path}: not a format import reads: line 1 is no mcp-memory export header, mcp-kg entity "
+        "or relation, or mem0 list of memories, and notes need a .md, .markdown or .txt name or a folder "
+        "(or give --format)")
     assert result.stdout == b""
+    with anyio.fail_after(RUN_TIMEOUT_S):
+        named = await anyio.run_process([MCP_MEMORY, "import", "--format", "mcp-memory", str(path)],
+                                        env=server_env(work_dir, MCP_MEMORY_DATABASE_URL=fresh_db), check=False)
+    assert named.returncode == 2
+    assert named.stderr.decode().strip() == (
+        f"mcp-memory: {path}: line 1 is not an mcp-memory export header (written by mcp-memory export)")
 
 
 async def test_a_folder_of_notes_becomes_one_memory_per_paragraph_with_path_heading_and_file_time(

@@ -51,8 +51,8 @@ def run_token_command(args: argparse.Namespace) -> int:
     token = new_token()
     print(token, flush=True)  # alone on stdout, so TOKEN=$(mcp-memory token new ...) captures it
     say = sys.stderr.write
-    say(f"The line above is the token for {args.name!r}, shown only now; give it to the client as the header "
-        "'Authorization: Bearer <token>'.\n\n")
+    say(f"The token for {args.name!r} is the line printed on standard output, shown only now; give it to the client "
+        "as the header 'Authorization: Bearer <token>'.\n\n")
     if args.env:
         say("Put this line into .env in place of any MCP_MEMORY_AUTH__TOKENS line (it holds only the token's "
             "SHA-256; one line holds every token, so merge the lists to keep several) and restart the server "

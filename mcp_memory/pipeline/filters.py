@@ -74,9 +74,9 @@ def check_filter(
     return RecallFilter(since=start, until=end, metadata=_checked_metadata(metadata, limits))
 
 
-def _checked_metadata(metadata: dict[str, Any] | None, limits: LimitSettings) -> dict[str, Any]:
+def _checked_metadata(metadata: dict[str, Any] | None, limits: LimitSettings) -> dict[str, Any] | None:
     if metadata is None:
-        return {}
+        return None
     if not isinstance(metadata, dict):
         raise InvalidInput("metadata", "must be a JSON object of keys and the values they must hold")
     for key, value in metadata.items():

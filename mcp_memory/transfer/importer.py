@@ -28,13 +28,13 @@ from mcp_memory.deps import Ready
 from mcp_memory.errors import ConfigError
 from mcp_memory.pipeline.audit import record as audit
 from mcp_memory.transfer.export import FORMAT, VERSION
-from mcp_memory.transfer.detect import detect_format
+from mcp_memory.transfer.detect import FIRST_LINE_CHARS, detect_format
 from mcp_memory.transfer.mcp_kg import kg_memories
 from mcp_memory.transfer.mem0 import Mem0FileError, mem0_memories
 from mcp_memory.transfer.notes import note_paragraphs
 from mcp_memory.transfer.records import Link, Record, parse_line, parse_record
 
-__all__ = ["ImportSummary", "import_file", "read_entries"]
+__all__ = ["ImportSummary", "import_file", "read_entries", "resolve_format"]
 
 BATCH_SIZE = 64  # memories per embedding batch and per insert transaction
 
@@ -65,12 +65,18 @@ class _Rate(ProgressColumn):
         return Text(f"{task.speed:,.0f} lines/s" if task.speed else "- lines/s", style="progress.data.speed")
 
 
-def _check_header(path: Path, first: str) -> None:
+def _check_header(path: Path, first: str, detected: bool = False) -> None:
+    """Raise ConfigError unless ``first`` is an export header of our version; ``detected``: the format was
+    guessed (``--format auto``), so the message names every format import reads."""
     try:
         header = json.loads(first)
     except (ValueError, RecursionError):
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
+        if detected:
+            raise ConfigError(f"{path}: not a format import reads: line 1 is no mcp-memory export header, mcp-kg "
+                              "entity or relation, or mem0 list of memories, and notes need a .md, .markdown or "
+                              ".txt name or a folder (or give --format)")
         raise ConfigError(f"{path}: line 1 is not an mcp-memory export header (written by mcp-memory export)")
     if header.get("version") != VERSION:
         raise ConfigError(f"{path}: export format version {header.get('version')!r}; this mcp-memory reads {VERSION}")
@@ -223,6 +229,30 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
 _NEEDS_SESSION = {"markdown": "notes name no session", "mcp-kg": "a knowledge graph names no session"}
 
 
+def resolve_format(path: Path, fmt: str, session: str | None) -> str:
+    """The format ``path`` is read as (``fmt``, or detected for ``auto``), once what needs no database
+    holds: a session where the format names none, and an export's header line. ``run_import`` asks
+    before it starts the database and the model, so a wrong file changes nothing.
+
+    Raises:
+        ConfigError: see ``import_file``.
+    """
+    try:
+        detected = fmt == "auto"
+        fmt = detect_format(path) if detected else fmt
+        if fmt in _NEEDS_SESSION and session is None:
+            raise ConfigError(f"--format {fmt} needs --session: {_NEEDS_SESSION[fmt]}")
+        if fmt == "mcp-memory":
+            with path.open(encoding="utf-8-sig") as handle:
+                if first := handle.readline(FIRST_LINE_CHARS):  # an empty file is said so when read
+                    _check_header(path, first, detected)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text ({exc})") from None
+    return fmt
+
+
 def read_entries(path: Path, fmt: str, session: str | None) -> tuple[int, Iterator[tuple[int | str, Any]]]:
     """How many entries, and (line number or ``path:line``, value) per memory of ``path`` read as
     ``fmt``: the memory in the export's line shape, a ValueError for a bad line, None for a blank one.
@@ -235,10 +265,8 @@ def read_entries(path: Path, fmt: str, session: str | None) -> tuple[int, Iterat
     Raises:
         ConfigError: see ``import_file``.
     """
+    fmt = resolve_format(path, fmt, session)
     try:
-        fmt = detect_format(path) if fmt == "auto" else fmt
-        if fmt in _NEEDS_SESSION and session is None:
-            raise ConfigError(f"--format {fmt} needs --session: {_NEEDS_SESSION[fmt]}")
         if fmt == "mcp-memory":
             with path.open("rb") as counting:
                 total = max(sum(1 for _ in counting) - 1, 0)

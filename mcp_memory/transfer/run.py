@@ -16,7 +16,7 @@ from mcp_memory.errors import ConfigError, InvalidInput
 from mcp_memory.pipeline.validate import check_session
 from mcp_memory.settings import Settings
 from mcp_memory.transfer.export import export
-from mcp_memory.transfer.importer import import_file
+from mcp_memory.transfer.importer import import_file, resolve_format
 
 __all__ = ["add_transfer_commands", "run_export", "run_import"]
 
@@ -65,6 +65,7 @@ async def run_import(settings: Settings, path: Path, session: str | None, prefix
             check_session(prefix, settings.limits)
     except InvalidInput as exc:
         raise ConfigError(f"--session/--session-prefix: {exc}") from None
+    fmt = resolve_format(path, fmt, session)  # a wrong file is refused before the database or model starts
     deps = Deps(settings)
     try:
         await deps.start()
