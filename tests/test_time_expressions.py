@@ -281,3 +281,40 @@ async def test_the_window_list_keeps_inside_the_callers_filter(reading, deps):
     elsewhere = RecallFilter(since=datetime(2023, 6, 1, tzinfo=UTC))  # misses the window: nothing passes both
     searched = await search(ready.repository, ready.vectors, "s-narrow", plan, embed, ready.settings.recall, elsewhere)
     assert "window" not in searched.lists
+
+
+_EDGES = [
+    datetime(9999, 12, 31, 12, tzinfo=UTC),
+    datetime(9999, 12, 31, 9, tzinfo=timezone(timedelta(hours=-14))),  # 23:00 UTC: its day ends after year 9999 in UTC
+    datetime(9999, 12, 31, 23, 59, tzinfo=timezone(timedelta(hours=14))),
+    datetime(1, 1, 2, 10, tzinfo=timezone(timedelta(hours=14))),  # its yesterday starts before year 1 in UTC
+    datetime(1, 1, 1, 0, 0, 1, tzinfo=UTC),
+]
+
+
+@pytest.mark.parametrize("as_of", _EDGES, ids=lambda as_of: as_of.isoformat())
+@pytest.mark.parametrize("question", [
+    "What happened this year?", "What did I do in December?", "What did I do on 12/31/9999?", "What happened today?",
+    "What did I do yesterday?", "What happened last week?", "What happened in the past 3 days?", "什么事发生在12月31日？",
+    "What happened in 9999?", "What did I do last winter?", "What happened in January?",
+])
+def test_at_the_ends_of_time_a_question_gets_a_window_inside_them_or_none(question, as_of):
+    window = expression_window(question, as_of)
+
+    if window is not None:  # both ends are instants PostgreSQL and Python can hold
+        assert datetime(1, 1, 1, tzinfo=UTC) <= window.start.astimezone(UTC) <= window.end.astimezone(UTC)
+        assert window.end.astimezone(UTC) <= datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("as_of", "question"), [
+    ("9999-12-31", "What happened this year?"),
+    ("9999-12-31T23:00:00Z", "What did I do in December?"),
+    ("9999-12-31T09:00:00-14:00", "What happened today?"),
+    ("0001-01-02T10:00:00+14:00", "What did I do yesterday?"),
+])
+async def test_a_recall_asked_at_the_ends_of_time_answers_with_the_memories(client, as_of, question):
+    memory_id = await store(client, "s-edge", "I planted tomatoes along the fence", occurred_at="9999-12-30T12:00:00Z")
+
+    result = await call(client, "recall_memory", {"session": "s-edge", "query": question, "as_of": as_of})
+
+    assert [memory["memory_id"] for memory in result["memories"]] == [memory_id]

@@ -141,7 +141,7 @@ def expression_window(question: str, as_of: datetime) -> TimeWindow | None:
         return None
     base = as_of.replace(tzinfo=None)
     if (period := period_window(question, base)) is not None:  # what dateparser misses (time_periods.py)
-        return TimeWindow(start=period[0].replace(tzinfo=as_of.tzinfo), end=period[1].replace(tzinfo=as_of.tzinfo))
+        return _zoned(*period, as_of)
     question = for_dateparser(question)
     search_dates, DateDataParser = _parsers()
     settings = _settings(base)
@@ -162,8 +162,22 @@ def expression_window(question: str, as_of: datetime) -> TimeWindow | None:
             continue
         if data.date_obj is None or data.date_obj > base:
             continue  # nothing read, or a date after as_of: a plan, not a memory
-        start, end = _period_window(data.date_obj, data.period or "day")
+        try:
+            start, end = _period_window(data.date_obj, data.period or "day")
+        except (ValueError, OverflowError):  # a period that runs past year 9999 ("this year" asked in 9999)
+            return None
         if re.search(r"\bsince\s*$", question[: max(position, 0)], re.IGNORECASE) or span.lower().startswith("since"):
             end = base
-        return TimeWindow(start=start.replace(tzinfo=as_of.tzinfo), end=end.replace(tzinfo=as_of.tzinfo))
+        return _zoned(start, end, as_of)
     return None
+
+
+def _zoned(start: datetime, end: datetime, as_of: datetime) -> TimeWindow | None:
+    """The window of naive ``start`` .. ``end`` in ``as_of``'s zone; None when an end falls outside
+    years 1..9999 once in UTC ("yesterday" asked at 0001-01-02T10:00+14:00), which no stored time can."""
+    window = TimeWindow(start=start.replace(tzinfo=as_of.tzinfo), end=end.replace(tzinfo=as_of.tzinfo))
+    try:
+        window.start.astimezone(UTC), window.end.astimezone(UTC)
+    except OverflowError:
+        return None
+    return window
