@@ -164,6 +164,28 @@ async def test_metadata_values_match_by_json_kind_and_value(client, value, match
     assert sorted(ids[memory["memory_id"]] for memory in result["memories"]) == sorted(matches)
 
 
+@pytest.mark.parametrize("text", ["printf(\"\\u0000\")", "C:\\u0000\\logs", "\\\\u0000", "\\\\\\u0000 x"])
+async def test_a_backslash_written_before_u0000_is_text_not_a_nul_and_is_stored_and_matched(client, text):
+    """A key or value holding a backslash then u0000 (six characters, no NUL) was refused as a NUL,
+    by store_memory and by the filter: the check looked for the NUL's JSON escape in the encoded text."""
+    memory_id = await store(client, SESSION, "How the C snippet ends a string.", metadata={"snippet": text, text: 1})
+    await store(client, SESSION, "Another C snippet.", metadata={"snippet": "plain"})
+
+    result, _ = await _recall(client, query="C snippet", metadata={"snippet": text, text: 1})
+
+    assert [memory["memory_id"] for memory in result["memories"]] == [memory_id]
+    assert result["memories"][0]["metadata"] == {"snippet": text, text: 1}
+
+
+@pytest.mark.parametrize("metadata", [{"k": "a\u0000b"}, {"a\u0000": 1}, {"k": "\\\u0000"}, {"\\\\\u0000": "x"}])
+async def test_a_nul_in_a_key_or_value_is_refused_by_the_filter_and_by_store(client, metadata):
+    recalled = await client.call_tool("recall_memory", {"session": SESSION, "query": "x", "metadata": metadata})
+    stored = await client.call_tool("store_memory", {"session": SESSION, "content": "x", "metadata": metadata})
+
+    assert recalled.is_error and "metadata: contains a NUL character (U+0000)" in recalled.content[0].text
+    assert stored.is_error and "metadata: contains a NUL character (U+0000)" in stored.content[0].text
+
+
 async def test_a_superseded_memory_inside_keeps_its_place_when_its_successor_is_outside(client):
     old = await store(client, SESSION, "The team meeting is on Mondays at 9.", occurred_at="2024-03-04T09:00:00Z")
     new = await store(client, SESSION, "The team meeting moved to Tuesdays at 10.", occurred_at="2024-05-02T09:00:00Z",

@@ -17,6 +17,7 @@ from typing import Any
 
 from mcp_memory.errors import InvalidInput
 from mcp_memory.models import RecallFilter, TimeWindow
+from mcp_memory.pipeline.validate import json_holds_nul
 from mcp_memory.settings import LimitSettings
 
 __all__ = ["check_filter", "inside", "parse_bound"]
@@ -88,7 +89,7 @@ def _checked_metadata(metadata: dict[str, Any] | None, limits: LimitSettings) ->
         raise InvalidInput("metadata", f"must be plain JSON ({exc})") from None
     if len(encoded.encode()) > limits.max_metadata_bytes:
         raise InvalidInput("metadata", f"is {len(encoded.encode())} bytes as JSON; the limit is {limits.max_metadata_bytes}")
-    if "\x00" in encoded or "\\u0000" in encoded:
+    if json_holds_nul(encoded):
         raise InvalidInput("metadata", "contains a NUL character (U+0000), which no stored memory can hold; remove it")
     return dict(metadata)
 
