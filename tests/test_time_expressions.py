@@ -13,7 +13,7 @@ from conftest import make_settings
 from fake_openai import ChatReply
 from mcp import Client
 
-from mcp_memory.pipeline.time_expressions import expression_window
+from mcp_memory.pipeline.time_expressions import READ_CHARS, expression_window
 from tools import call, served, store
 
 pytestmark = pytest.mark.anyio
@@ -99,6 +99,27 @@ def test_periods_dateparser_misses_get_their_window(question, first, last):
 )
 def test_no_window_without_a_period_this_can_read(question):
     assert expression_window(question, AS_OF) is None
+
+
+_FILLER = "Here is what I noted about the garden shed and the bike. " * 60  # 3,480 characters, no time word
+
+
+def test_a_time_expression_after_a_long_preamble_is_read():
+    window = expression_window(_FILLER + "What did I do two weeks ago?", AS_OF)
+
+    assert window is not None and (window.start.date(), window.end.date()) == (date(2023, 5, 15), date(2023, 5, 21))
+
+
+def test_the_parser_reads_a_bounded_stretch_from_the_first_time_word():
+    """A hostile query dense with dates ("jan 1 jan 1 ...", 4,000 characters) held the event loop
+    for a second in dateparser; it now reads at most READ_CHARS from the first time word, so an
+    expression further on is not read (a question names its period near its first time word)."""
+    near = "What is planned for tomorrow, and what did I buy on 14 March 2022?"  # tomorrow: no window (ahead)
+    far = near.replace(", and", ", " + "and then some more words " * (READ_CHARS // 25) + "and")
+
+    assert len(far) > READ_CHARS
+    assert expression_window(near, AS_OF) is not None
+    assert expression_window(far, AS_OF) is None
 
 
 def test_the_calendar_is_that_of_as_of_zone():
