@@ -212,6 +212,24 @@ async def test_the_result_and_the_audit_echo_the_filters_as_applied_in_utc(clien
     assert result["memories"] == []  # no memory holds metadata a=1
 
 
+async def test_a_leap_second_bounds_the_filter_as_the_second_it_is(client):
+    """RFC 3339 allows second 60 (a leap second, 2016-12-31T23:59:60Z); it was refused as not a
+    valid time. No stored time falls inside it: since then starts at the next second, until ends at
+    the last microsecond before it."""
+    before = await store(client, SESSION, "The last note of 2016.", occurred_at="2016-12-31T23:59:59.999999Z")
+    after = await store(client, SESSION, "The first note of 2017.", occurred_at="2017-01-01T00:00:00Z")
+
+    since, _ = await _recall(client, query="note", since="2016-12-31T23:59:60Z")
+    until, _ = await _recall(client, query="note", until="2016-12-31T23:59:60.5Z")
+    offset, _ = await _recall(client, query="note", until="2017-01-01T05:29:60+05:30")
+
+    assert [memory["memory_id"] for memory in since["memories"]] == [after]
+    assert since["filters"]["since"] == "2017-01-01T00:00:00Z"
+    assert [memory["memory_id"] for memory in until["memories"]] == [before]
+    assert until["filters"]["until"] == "2016-12-31T23:59:59.999999Z"
+    assert [memory["memory_id"] for memory in offset["memories"]] == [before]
+
+
 async def test_without_filters_the_echo_is_null(client, stored):
     result, detail = await _recall(client, query="keys")
 

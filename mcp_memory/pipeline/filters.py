@@ -36,7 +36,8 @@ def _shown(value: str) -> str:
 
 def parse_bound(field: str, value: str, end_of_day: bool) -> datetime:
     """``value`` (RFC 3339 date-time or date) as a UTC instant; a date is its day's first microsecond,
-    or with ``end_of_day`` its last.
+    or with ``end_of_day`` its last. A leap second (``23:59:60Z``) is the next second's start, or with
+    ``end_of_day`` the last microsecond before it.
 
     Raises:
         InvalidInput: naming ``field``: not RFC 3339 or a date, no offset, or outside years 1..9999 in UTC.
@@ -48,6 +49,10 @@ def parse_bound(field: str, value: str, end_of_day: bool) -> datetime:
             return day + _LAST_MICROSECOND if end_of_day else day
         if _DATE_TIME.fullmatch(text):
             # Python 3.11 reads Z and fractions of any length (cut to microseconds), not a lower-case t or z
+            if text[17:19] == "60":  # a leap second, which Python cannot hold and no stored time falls in
+                zone = text[19:].upper().lstrip(".0123456789")  # the fraction of the leap second goes too
+                last = datetime.fromisoformat(text[:10] + "T" + text[11:17] + "59" + zone)
+                return (last + timedelta(microseconds=999_999 if end_of_day else 1_000_000)).astimezone(UTC)
             return datetime.fromisoformat(text[:10] + "T" + text[11:].upper()).astimezone(UTC)
     except (ValueError, OverflowError):
         raise InvalidInput(field, f"not a valid time or date, or outside 0001..9999 in UTC: {_shown(value)}") from None
