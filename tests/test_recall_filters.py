@@ -230,6 +230,20 @@ async def test_a_leap_second_bounds_the_filter_as_the_second_it_is(client):
     assert [memory["memory_id"] for memory in offset["memories"]] == [before]
 
 
+async def test_a_bound_finer_than_a_microsecond_keeps_only_memories_inside_it(client):
+    """RFC 3339 allows any number of digits after the second; more than nine were refused, and
+    since 09:30:00.0000005Z was cut to 09:30:00Z, returning a memory of 09:30:00Z that lies before it."""
+    at = await store(client, SESSION, "A note at half past nine.", occurred_at="2024-03-01T09:30:00Z")
+    later = await store(client, SESSION, "A note a microsecond later.", occurred_at="2024-03-01T09:30:00.000001Z")
+
+    since, _ = await _recall(client, query="note", since="2024-03-01T09:30:00.0000005Z")
+    until, _ = await _recall(client, query="note", until="2024-03-01T09:30:00.0000009999999999Z")
+
+    assert [memory["memory_id"] for memory in since["memories"]] == [later]
+    assert since["filters"]["since"] == "2024-03-01T09:30:00.000001Z"
+    assert [memory["memory_id"] for memory in until["memories"]] == [at]
+
+
 async def test_without_filters_the_echo_is_null(client, stored):
     result, detail = await _recall(client, query="keys")
 

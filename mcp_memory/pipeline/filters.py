@@ -24,7 +24,7 @@ __all__ = ["check_filter", "inside", "parse_bound"]
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # RFC 3339 section 5.6: full-date "T" full-time, the offset required; a space for the T is allowed (its note).
-_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})")
+_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.(\d+))?(?:[Zz]|[+-]\d{2}:\d{2})")
 _NO_OFFSET = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?")
 _LAST_MICROSECOND = timedelta(days=1, microseconds=-1)
 _SCALARS = (str, int, float, bool, type(None))
@@ -47,13 +47,16 @@ def parse_bound(field: str, value: str, end_of_day: bool) -> datetime:
         if _DATE.fullmatch(text):
             day = datetime.fromisoformat(text).replace(tzinfo=UTC)
             return day + _LAST_MICROSECOND if end_of_day else day
-        if _DATE_TIME.fullmatch(text):
+        if match := _DATE_TIME.fullmatch(text):
             # Python 3.11 reads Z and fractions of any length (cut to microseconds), not a lower-case t or z
             if text[17:19] == "60":  # a leap second, which Python cannot hold and no stored time falls in
                 zone = text[19:].upper().lstrip(".0123456789")  # the fraction of the leap second goes too
                 last = datetime.fromisoformat(text[:10] + "T" + text[11:17] + "59" + zone)
                 return (last + timedelta(microseconds=999_999 if end_of_day else 1_000_000)).astimezone(UTC)
-            return datetime.fromisoformat(text[:10] + "T" + text[11:].upper()).astimezone(UTC)
+            instant = datetime.fromisoformat(text[:10] + "T" + text[11:].upper()).astimezone(UTC)
+            if not end_of_day and (match.group(1) or "").ljust(6, "0")[6:].strip("0"):
+                instant += timedelta(microseconds=1)  # since .0000005 starts after .000000, not at it
+            return instant
     except (ValueError, OverflowError):
         raise InvalidInput(field, f"not a valid time or date, or outside 0001..9999 in UTC: {_shown(value)}") from None
     if _NO_OFFSET.fullmatch(text):
