@@ -21,7 +21,9 @@ Chinese numerals in counted spans (两周前). Not handled, no window: an event 
 a memory, and finding that memory is a retrieval of its own, which a wrong anchor would turn into a
 filter of the wrong period; the LLM planner handles these (docs/recall-quality.md).
 
-Failure policy: never raises for a question; anything unparsed is no window.
+dateparser reads at most ``READ_CHARS`` of the question, from a little before its first time word: its
+search costs time in proportion to the dates it finds. Failure policy: never raises for a question;
+anything unparsed, or a period outside years 1..9999 in UTC, is no window.
 """
 
 from __future__ import annotations
