@@ -68,7 +68,7 @@ _GLUED = re.compile(r"[-_/.#A-Za-z0-9]")
 _LANGUAGES = ["en", "zh"]
 
 
-READ_CHARS = 400
+READ_CHARS = 200
 """What dateparser reads: this many characters from a little before the first time word. Its
 search costs about 0.25 ms a character on text dense with dates ("jan 1 jan 1 ...": a 4,000-character
 query held the server for a second); a question names its period near its first time word (the
