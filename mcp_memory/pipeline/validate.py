@@ -200,7 +200,7 @@ _JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 def json_holds_nul(encoded: str) -> bool:
     """Whether JSON text from ``json.dumps`` holds a NUL (U+0000) in a key or string, which
     PostgreSQL's jsonb cannot store; a backslash written before "u0000" is text, not a NUL."""
-    return "\x00" in encoded or _JSON_NUL.search(encoded) is not None
+    return "\x00" in encoded or ("\\u0000" in encoded and _JSON_NUL.search(encoded) is not None)
 
 
 def check_metadata(metadata: dict[str, Any] | None, limits: LimitSettings) -> dict[str, Any]:
