@@ -123,8 +123,9 @@ async def plan_query(
     try:
         window = expression_window(query, as_of)
     except Exception as exc:  # noqa: BLE001 - a parser bug costs the window, never the recall
-        logger.warning("time expression not read: %r", exc)
-        return plan.model_copy(update={"notes": [*plan.notes, f"time expression not read: {exc!r}"[:200]]})
+        note = f"time expression not read: {type(exc).__name__}"  # not its message, which may quote the question
+        logger.warning(note)
+        return plan.model_copy(update={"notes": [*plan.notes, note]})
     if window is not None:
         return plan.model_copy(update={"time_window": window, "time_window_source": "expression"})
     return plan
