@@ -264,6 +264,8 @@ async def test_without_filters_the_echo_is_null(client, stored):
         ({"since": "2024-03-02", "until": "2024-03-01"}, "until: is before since (2024-03-01T23:59:59.999999+00:00 < "
          "2024-03-02T00:00:00+00:00); nothing was searched"),
         ({"since": 20240301}, "since: input should be a valid string; got a number"),
+        ({"since": "２０２４-03-01"}, "since: not an RFC 3339 time or a date: '２０２４-03-01'; use e.g. "
+         "2024-03-01T09:30:00Z or 2024-03-01"),  # full-width digits: not a date that is out of range
         ({"metadata": {"k": {"nested": 1}}}, 'metadata: value of "k" must be a string, number, boolean or null'),
         ({"metadata": {"k": [1, 2]}}, 'metadata: value of "k" must be a string, number, boolean or null'),
         ({"metadata": ["k"]}, "metadata: input should be a valid dictionary; got a list"),

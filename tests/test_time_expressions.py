@@ -222,6 +222,7 @@ async def test_the_llm_planners_window_wins_over_the_expression(pg_url, work_dir
         ("2023-05-30T10:00:00+25:00",
          "as_of: '2023-05-30T10:00:00+25:00' is not a real date or time: the UTC offset must be less than 24 hours"),
         (20230530, "as_of: input should be a valid string; got a number"),
+        ("٢٠٢٣-٠٥-٣٠", "as_of: could not parse '٢٠٢٣-٠٥-٣٠' as ISO 8601; use e.g. 2025-03-14T09:30:00+01:00 or 2025-03-14"),
     ],
 )
 async def test_a_bad_as_of_is_one_line_naming_it_and_the_call_is_logged_with_its_request_id(client, caplog, as_of,

@@ -22,10 +22,11 @@ from mcp_memory.settings import LimitSettings
 
 __all__ = ["check_filter", "inside", "parse_bound"]
 
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# re.ASCII: \d is 0-9 only; Python's ISO parser reads no other digits (２０２４ is no date, not one out of range)
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 # RFC 3339 section 5.6: full-date "T" full-time, the offset required; a space for the T is allowed (its note).
-_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.(\d+))?(?:[Zz]|[+-]\d{2}:\d{2})")
-_NO_OFFSET = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?")
+_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.(\d+))?(?:[Zz]|[+-]\d{2}:\d{2})", re.ASCII)
+_NO_OFFSET = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?", re.ASCII)
 _LAST_MICROSECOND = timedelta(days=1, microseconds=-1)
 _SCALARS = (str, int, float, bool, type(None))
 

@@ -34,8 +34,10 @@ __all__ = [
 
 
 # A date, or a date-time with an optional offset, in ISO 8601's extended form: when one of these fails
-# to parse, a field is out of range (day 30 of February, hour 25), not the form.
-_ISO_SHAPE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?)?")
+# to parse, a field is out of range (day 30 of February, hour 25), not the form. Digits 0-9 only (re.ASCII).
+_ISO_SHAPE = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?)?", re.ASCII
+)
 
 
 def check_session(session: str, limits: LimitSettings) -> str:
