@@ -35,6 +35,7 @@ from pydantic import ValidationError
 
 from mcp_memory.errors import InvalidInput
 from mcp_memory.schema import inline_refs
+from mcp_memory.unpaired import first_unpaired
 
 __all__ = ["TYPE_RULE", "CheckedTool", "StrictArguments", "checked_tool"]
 
@@ -162,9 +163,10 @@ class StrictArguments(FuncMetadata):
 
 
 class CheckedTool(Tool):
-    """A tool whose argument errors are one line naming the argument (``argument_error``), and
-    which refuses argument names it does not take (a misspelt ``supersede`` would otherwise be
-    dropped silently and the memory stored without what the caller asked for)."""
+    """A tool whose argument errors are one line naming the argument (``argument_error``), which
+    refuses argument names it does not take (a misspelt ``supersede`` would otherwise be dropped
+    silently and the memory stored without what the caller asked for), and a lone surrogate by field
+    (``unpaired.py``; over the wire ``jsonrpc.py`` answers it first)."""
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         fields = self.fn_metadata.arg_model.model_fields
@@ -173,6 +175,9 @@ class CheckedTool(Tool):
         if unknown:  # the InvalidInput is the cause, so the call is counted as invalid_input (observe/calls.py)
             invalid = InvalidInput(
                 unknown[0].encode("unicode_escape").decode()[:80], f"is not an argument of {self.name}; it takes {', '.join(sorted(accepted)) or 'no arguments'}")
+            raise ToolError(f"Error executing tool {self.name}: {invalid}") from invalid
+        if (unpaired := first_unpaired(arguments)) is not None:  # as jsonrpc.py refuses one sent over the wire
+            invalid = InvalidInput(unpaired.where(), unpaired.problem())
             raise ToolError(f"Error executing tool {self.name}: {invalid}") from invalid
         try:
             return await super().run(arguments, context, convert_result)

@@ -161,7 +161,7 @@ class AnswerEveryRequest:
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in (self.path, self.path + "/"):
             content_type = dict(scope["headers"]).get(b"content-type", b"").split(b";")[0].strip().lower()
             if content_type == b"application/json":
-                await self._limited(scope, receive, send)
+                await self._limited(_lower_media_type(scope), receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -217,6 +217,19 @@ class AnswerEveryRequest:
 
         body = json.dumps(probe).encode()
         await self.app({**scope, "headers": headers}, _replay(body, receive), answer)
+
+
+def _lower_media_type(scope: Scope) -> Scope:
+    """``scope`` with its Content-Type's media type in lower case (``Application/JSON; charset=UTF-8`` ->
+    ``application/json; charset=UTF-8``): media types are case-insensitive (RFC 9110 section 8.3.1), and
+    the SDK compares the header exactly (415 with id null)."""
+    headers = []
+    for name, value in scope["headers"]:
+        if name.lower() == b"content-type":
+            media_type, semicolon, parameters = value.partition(b";")
+            value = media_type.strip().lower() + semicolon + parameters
+        headers.append((name, value))
+    return {**scope, "headers": headers}
 
 
 def _json_headers(headers: list[tuple[bytes, bytes]], payload: bytes) -> list[tuple[bytes, bytes]]:

@@ -323,3 +323,17 @@ def test_a_bad_recall_filter_over_stdio_is_refused_by_field_with_the_request_id(
     _write_line(stdio_server, _recall_call(41, arguments))
 
     _check_refusal(stdio_server.receive(REPLY_TIMEOUT_S), 41, "tool", f"Error executing tool recall_memory: {text}")
+
+
+@pytest.mark.parametrize("content_type", ["Application/JSON", "APPLICATION/JSON; charset=UTF-8"])
+def test_a_media_type_in_capitals_is_read_as_application_json(http_port: int, content_type: str) -> None:
+    """Media types are case-insensitive (RFC 9110 section 8.3.1); the SDK compared it exactly and
+    answered 415 "Content-Type must be application/json" with id null."""
+    headers = {**_headers("2025-11-25", _session(http_port)), "Content-Type": content_type}
+
+    response = httpx.post(f"http://127.0.0.1:{http_port}/mcp", content=_recall_call("ct-1", {"since": "nope"}),
+                          headers=headers, timeout=REPLY_TIMEOUT_S)
+
+    assert response.status_code == 200, response.text
+    _check_refusal(response.json(), "ct-1", "tool", "Error executing tool recall_memory: since: not an RFC 3339 time "
+                   "or a date: 'nope'; use e.g. 2024-03-01T09:30:00Z or 2024-03-01")

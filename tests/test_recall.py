@@ -507,6 +507,25 @@ async def test_recency_decay_counts_age_from_as_of_so_an_early_as_of_ranks_as_it
     assert _ids(today) == [later, match]
 
 
+async def test_with_a_half_life_a_recall_centuries_after_its_memories_still_ranks_them_by_the_question(
+    pg_url, work_dir, empty_tables
+):
+    """0.5 ** (age / half-life) fell below the smallest float for memories about 90 years (3,000
+    half-lives of 30 days) older than as_of: every score became 0 and the ranking memory_id order."""
+    settings = make_settings(pg_url, work_dir, recall={"half_life_days": 30})
+    async with served(settings) as client:
+        other = await _store(client, "s-aeon", "We ordered pizza for the team lunch on Friday.", occurred_at="2020-01-01")
+        match = await _store(client, "s-aeon", "The billing service keeps its invoices in PostgreSQL.",
+                             occurred_at="2020-01-01")
+        question = "Which database keeps the billing service's invoices?"
+
+        assert _ids(await _recall(client, "s-aeon", question, top_k=2, as_of="2020-01-02")) == [match, other]
+        far = await _recall(client, "s-aeon", question, top_k=2, as_of="2400-01-01")
+
+    assert _ids(far) == [match, other]
+    assert far["memories"][0]["score"] > far["memories"][1]["score"]
+
+
 # --- B29: crowded index -----------------------------------------------------------------------------------
 
 SMALL_SESSION_FACTS = [

@@ -164,6 +164,28 @@ async def test_metadata_values_match_by_json_kind_and_value(client, value, match
     assert sorted(ids[memory["memory_id"]] for memory in result["memories"]) == sorted(matches)
 
 
+@pytest.mark.parametrize("text", ["printf(\"\\u0000\")", "C:\\u0000\\logs", "\\\\u0000", "\\\\\\u0000 x"])
+async def test_a_backslash_written_before_u0000_is_text_not_a_nul_and_is_stored_and_matched(client, text):
+    """A key or value holding a backslash then u0000 (six characters, no NUL) was refused as a NUL,
+    by store_memory and by the filter: the check looked for the NUL's JSON escape in the encoded text."""
+    memory_id = await store(client, SESSION, "How the C snippet ends a string.", metadata={"snippet": text, text: 1})
+    await store(client, SESSION, "Another C snippet.", metadata={"snippet": "plain"})
+
+    result, _ = await _recall(client, query="C snippet", metadata={"snippet": text, text: 1})
+
+    assert [memory["memory_id"] for memory in result["memories"]] == [memory_id]
+    assert result["memories"][0]["metadata"] == {"snippet": text, text: 1}
+
+
+@pytest.mark.parametrize("metadata", [{"k": "a\u0000b"}, {"a\u0000": 1}, {"k": "\\\u0000"}, {"\\\\\u0000": "x"}])
+async def test_a_nul_in_a_key_or_value_is_refused_by_the_filter_and_by_store(client, metadata):
+    recalled = await client.call_tool("recall_memory", {"session": SESSION, "query": "x", "metadata": metadata})
+    stored = await client.call_tool("store_memory", {"session": SESSION, "content": "x", "metadata": metadata})
+
+    assert recalled.is_error and "metadata: contains a NUL character (U+0000)" in recalled.content[0].text
+    assert stored.is_error and "metadata: contains a NUL character (U+0000)" in stored.content[0].text
+
+
 async def test_a_superseded_memory_inside_keeps_its_place_when_its_successor_is_outside(client):
     old = await store(client, SESSION, "The team meeting is on Mondays at 9.", occurred_at="2024-03-04T09:00:00Z")
     new = await store(client, SESSION, "The team meeting moved to Tuesdays at 10.", occurred_at="2024-05-02T09:00:00Z",
@@ -200,6 +222,38 @@ async def test_a_filter_not_given_is_echoed_null(client, stored):
     assert given_empty["filters"] == {"since": None, "until": None, "metadata": {}}  # as given: no key to hold
 
 
+async def test_a_leap_second_bounds_the_filter_as_the_second_it_is(client):
+    """RFC 3339 allows second 60 (a leap second, 2016-12-31T23:59:60Z); it was refused as not a
+    valid time. No stored time falls inside it: since then starts at the next second, until ends at
+    the last microsecond before it."""
+    before = await store(client, SESSION, "The last note of 2016.", occurred_at="2016-12-31T23:59:59.999999Z")
+    after = await store(client, SESSION, "The first note of 2017.", occurred_at="2017-01-01T00:00:00Z")
+
+    since, _ = await _recall(client, query="note", since="2016-12-31T23:59:60Z")
+    until, _ = await _recall(client, query="note", until="2016-12-31T23:59:60.5Z")
+    offset, _ = await _recall(client, query="note", until="2017-01-01T05:29:60+05:30")
+
+    assert [memory["memory_id"] for memory in since["memories"]] == [after]
+    assert since["filters"]["since"] == "2017-01-01T00:00:00Z"
+    assert [memory["memory_id"] for memory in until["memories"]] == [before]
+    assert until["filters"]["until"] == "2016-12-31T23:59:59.999999Z"
+    assert [memory["memory_id"] for memory in offset["memories"]] == [before]
+
+
+async def test_a_bound_finer_than_a_microsecond_keeps_only_memories_inside_it(client):
+    """RFC 3339 allows any number of digits after the second; more than nine were refused, and
+    since 09:30:00.0000005Z was cut to 09:30:00Z, returning a memory of 09:30:00Z that lies before it."""
+    at = await store(client, SESSION, "A note at half past nine.", occurred_at="2024-03-01T09:30:00Z")
+    later = await store(client, SESSION, "A note a microsecond later.", occurred_at="2024-03-01T09:30:00.000001Z")
+
+    since, _ = await _recall(client, query="note", since="2024-03-01T09:30:00.0000005Z")
+    until, _ = await _recall(client, query="note", until="2024-03-01T09:30:00.0000009999999999Z")
+
+    assert [memory["memory_id"] for memory in since["memories"]] == [later]
+    assert since["filters"]["since"] == "2024-03-01T09:30:00.000001Z"
+    assert [memory["memory_id"] for memory in until["memories"]] == [at]
+
+
 async def test_without_filters_the_echo_is_null(client, stored):
     result, detail = await _recall(client, query="keys")
 
@@ -220,6 +274,8 @@ async def test_without_filters_the_echo_is_null(client, stored):
         ({"since": "2024-03-02", "until": "2024-03-01"}, "until: is before since (2024-03-01T23:59:59.999999+00:00 < "
          "2024-03-02T00:00:00+00:00); nothing was searched"),
         ({"since": 20240301}, "since: input should be a valid string; got a number"),
+        ({"since": "２０２４-03-01"}, "since: not an RFC 3339 time or a date: '２０２４-03-01'; use e.g. "
+         "2024-03-01T09:30:00Z or 2024-03-01"),  # full-width digits: not a date that is out of range
         ({"metadata": {"k": {"nested": 1}}}, 'metadata: value of "k" must be a string, number, boolean or null'),
         ({"metadata": {"k": [1, 2]}}, 'metadata: value of "k" must be a string, number, boolean or null'),
         ({"metadata": ["k"]}, "metadata: input should be a valid dictionary; got a list"),

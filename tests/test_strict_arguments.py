@@ -189,3 +189,23 @@ async def test_session_names_that_look_alike_are_separate_sessions(client, pg_ur
         assert [m["memory_id"] for m in recalled["memories"]] == [memory_id], repr(session)
     assert await _count(pg_url) == len(LOOKALIKES)
     assert len(set(stored.values())) == len(LOOKALIKES)
+
+
+@pytest.mark.parametrize(("tool", "arguments", "expected"), [
+    ("store_memory", {"session": "s-lone", "content": "x \ud83d y"}, "content: lone surrogate at character 2 (U+D83D"),
+    ("store_memory", {"session": "s-lone", "content": "x", "metadata": {"note": "\udc00"}},
+     "metadata.note: lone surrogate at character 0 (U+DC00"),
+    ("recall_memory", {"session": "s-lone", "query": "garden \ud800"}, "query: lone surrogate at character 7 (U+D800"),
+    ("recall_memory", {"session": "s-lone", "query": "x", "metadata": {"k": "a\udfff"}},
+     "metadata.k: lone surrogate at character 1 (U+DFFF"),
+    ("recall_memory", {"session": "s-lone", "query": "x", "since": "\ud800"}, "since: lone surrogate at character 0"),
+    ("delete_memory", {"session": "\ud800"}, "session: lone surrogate at character 0 (U+D800"),
+])
+async def test_a_lone_surrogate_sent_in_process_is_one_line_naming_the_field(client, pg_url, tool, arguments, expected):
+    """Over HTTP and stdio jsonrpc.py refuses a lone surrogate by field; a caller in process (an eval,
+    the SDK's in-memory client) got "Error executing tool ..." with nothing more, from a
+    UnicodeEncodeError deep in the call."""
+    message = await _error(client, tool, arguments)
+
+    assert message.startswith(f"Error executing tool {tool}: {expected}")
+    assert await _count(pg_url) == 0

@@ -13,7 +13,7 @@ from conftest import make_settings
 from fake_openai import ChatReply
 from mcp import Client
 
-from mcp_memory.pipeline.time_expressions import expression_window
+from mcp_memory.pipeline.time_expressions import READ_CHARS, expression_window
 from tools import call, served, store
 
 pytestmark = pytest.mark.anyio
@@ -99,6 +99,27 @@ def test_periods_dateparser_misses_get_their_window(question, first, last):
 )
 def test_no_window_without_a_period_this_can_read(question):
     assert expression_window(question, AS_OF) is None
+
+
+_FILLER = "Here is what I noted about the garden shed and the bike. " * 60  # 3,480 characters, no time word
+
+
+def test_a_time_expression_after_a_long_preamble_is_read():
+    window = expression_window(_FILLER + "What did I do two weeks ago?", AS_OF)
+
+    assert window is not None and (window.start.date(), window.end.date()) == (date(2023, 5, 15), date(2023, 5, 21))
+
+
+def test_the_parser_reads_a_bounded_stretch_from_the_first_time_word():
+    """A hostile query dense with dates ("jan 1 jan 1 ...", 4,000 characters) held the event loop
+    for a second in dateparser; it now reads at most READ_CHARS from the first time word, so an
+    expression further on is not read (a question names its period near its first time word)."""
+    near = "What is planned for tomorrow, and what did I buy on 14 March 2022?"  # tomorrow: no window (ahead)
+    far = near.replace(", and", ", " + "and then some more words " * (READ_CHARS // 25) + "and")
+
+    assert len(far) > READ_CHARS
+    assert expression_window(near, AS_OF) is not None
+    assert expression_window(far, AS_OF) is None
 
 
 def test_the_calendar_is_that_of_as_of_zone():
@@ -214,6 +235,7 @@ async def test_the_llm_planners_window_wins_over_the_expression(pg_url, work_dir
         ("2023-05-30T10:00:00+25:00",
          "as_of: '2023-05-30T10:00:00+25:00' is not a real date or time: the UTC offset must be less than 24 hours"),
         (20230530, "as_of: input should be a valid string; got a number"),
+        ("٢٠٢٣-٠٥-٣٠", "as_of: could not parse '٢٠٢٣-٠٥-٣٠' as ISO 8601; use e.g. 2025-03-14T09:30:00+01:00 or 2025-03-14"),
     ],
 )
 async def test_a_bad_as_of_is_one_line_naming_it_and_the_call_is_logged_with_its_request_id(client, caplog, as_of,
@@ -294,3 +316,40 @@ async def test_the_window_list_keeps_inside_the_callers_filter(reading, deps):
     elsewhere = RecallFilter(since=datetime(2023, 6, 1, tzinfo=UTC))  # misses the window: nothing passes both
     searched = await search(ready.repository, ready.vectors, "s-narrow", plan, embed, ready.settings.recall, elsewhere)
     assert "window" not in searched.lists
+
+
+_EDGES = [
+    datetime(9999, 12, 31, 12, tzinfo=UTC),
+    datetime(9999, 12, 31, 9, tzinfo=timezone(timedelta(hours=-14))),  # 23:00 UTC: its day ends after year 9999 in UTC
+    datetime(9999, 12, 31, 23, 59, tzinfo=timezone(timedelta(hours=14))),
+    datetime(1, 1, 2, 10, tzinfo=timezone(timedelta(hours=14))),  # its yesterday starts before year 1 in UTC
+    datetime(1, 1, 1, 0, 0, 1, tzinfo=UTC),
+]
+
+
+@pytest.mark.parametrize("as_of", _EDGES, ids=lambda as_of: as_of.isoformat())
+@pytest.mark.parametrize("question", [
+    "What happened this year?", "What did I do in December?", "What did I do on 12/31/9999?", "What happened today?",
+    "What did I do yesterday?", "What happened last week?", "What happened in the past 3 days?", "什么事发生在12月31日？",
+    "What happened in 9999?", "What did I do last winter?", "What happened in January?",
+])
+def test_at_the_ends_of_time_a_question_gets_a_window_inside_them_or_none(question, as_of):
+    window = expression_window(question, as_of)
+
+    if window is not None:  # both ends are instants PostgreSQL and Python can hold
+        assert datetime(1, 1, 1, tzinfo=UTC) <= window.start.astimezone(UTC) <= window.end.astimezone(UTC)
+        assert window.end.astimezone(UTC) <= datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("as_of", "question"), [
+    ("9999-12-31", "What happened this year?"),
+    ("9999-12-31T23:00:00Z", "What did I do in December?"),
+    ("9999-12-31T09:00:00-14:00", "What happened today?"),
+    ("0001-01-02T10:00:00+14:00", "What did I do yesterday?"),
+])
+async def test_a_recall_asked_at_the_ends_of_time_answers_with_the_memories(client, as_of, question):
+    memory_id = await store(client, "s-edge", "I planted tomatoes along the fence", occurred_at="9999-12-30T12:00:00Z")
+
+    result = await call(client, "recall_memory", {"session": "s-edge", "query": question, "as_of": as_of})
+
+    assert [memory["memory_id"] for memory in result["memories"]] == [memory_id]

@@ -17,14 +17,16 @@ from typing import Any
 
 from mcp_memory.errors import InvalidInput
 from mcp_memory.models import RecallFilter, TimeWindow
+from mcp_memory.pipeline.validate import json_holds_nul
 from mcp_memory.settings import LimitSettings
 
 __all__ = ["check_filter", "inside", "parse_bound"]
 
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+# re.ASCII: \d is 0-9 only; Python's ISO parser reads no other digits (２０２４ is no date, not one out of range)
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 # RFC 3339 section 5.6: full-date "T" full-time, the offset required; a space for the T is allowed (its note).
-_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})")
-_NO_OFFSET = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?")
+_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.(\d+))?(?:[Zz]|[+-]\d{2}:\d{2})", re.ASCII)
+_NO_OFFSET = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?", re.ASCII)
 _LAST_MICROSECOND = timedelta(days=1, microseconds=-1)
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -35,7 +37,8 @@ def _shown(value: str) -> str:
 
 def parse_bound(field: str, value: str, end_of_day: bool) -> datetime:
     """``value`` (RFC 3339 date-time or date) as a UTC instant; a date is its day's first microsecond,
-    or with ``end_of_day`` its last.
+    or with ``end_of_day`` its last. A leap second (``23:59:60Z``) is the next second's start, or with
+    ``end_of_day`` the last microsecond before it.
 
     Raises:
         InvalidInput: naming ``field``: not RFC 3339 or a date, no offset, or outside years 1..9999 in UTC.
@@ -45,9 +48,16 @@ def parse_bound(field: str, value: str, end_of_day: bool) -> datetime:
         if _DATE.fullmatch(text):
             day = datetime.fromisoformat(text).replace(tzinfo=UTC)
             return day + _LAST_MICROSECOND if end_of_day else day
-        if _DATE_TIME.fullmatch(text):
+        if match := _DATE_TIME.fullmatch(text):
             # Python 3.11 reads Z and fractions of any length (cut to microseconds), not a lower-case t or z
-            return datetime.fromisoformat(text[:10] + "T" + text[11:].upper()).astimezone(UTC)
+            if text[17:19] == "60":  # a leap second, which Python cannot hold and no stored time falls in
+                zone = text[19:].upper().lstrip(".0123456789")  # the fraction of the leap second goes too
+                last = datetime.fromisoformat(text[:10] + "T" + text[11:17] + "59" + zone)
+                return (last + timedelta(microseconds=999_999 if end_of_day else 1_000_000)).astimezone(UTC)
+            instant = datetime.fromisoformat(text[:10] + "T" + text[11:].upper()).astimezone(UTC)
+            if not end_of_day and (match.group(1) or "").ljust(6, "0")[6:].strip("0"):
+                instant += timedelta(microseconds=1)  # since .0000005 starts after .000000, not at it
+            return instant
     except (ValueError, OverflowError):
         raise InvalidInput(field, f"not a valid time or date, or outside 0001..9999 in UTC: {_shown(value)}") from None
     if _NO_OFFSET.fullmatch(text):
@@ -88,7 +98,7 @@ def _checked_metadata(metadata: dict[str, Any] | None, limits: LimitSettings) ->
         raise InvalidInput("metadata", f"must be plain JSON ({exc})") from None
     if len(encoded.encode()) > limits.max_metadata_bytes:
         raise InvalidInput("metadata", f"is {len(encoded.encode())} bytes as JSON; the limit is {limits.max_metadata_bytes}")
-    if "\x00" in encoded or "\\u0000" in encoded:
+    if json_holds_nul(encoded):
         raise InvalidInput("metadata", "contains a NUL character (U+0000), which no stored memory can hold; remove it")
     return dict(metadata)
 

@@ -185,7 +185,9 @@ def adjust(
 
     ``score * 0.5 ** (age_days / half_life_days) * (1 + importance_weight * importance)``;
     no half-life means no decay, a missing importance counts as 0. Future-dated memories
-    count as age 0.
+    count as age 0. Ages count from the youngest candidate's, a factor common to all that keeps
+    the order and keeps the best scores above zero (at 90 years old with a 30-day half-life the
+    decay is below the smallest float, and every score was 0).
 
     Returns:
         New candidates, highest score first, ties by memory_id. With neither a half-life nor an
@@ -194,11 +196,12 @@ def adjust(
     if not half_life_days and importance_weight == 0:
         return sorted(candidates, key=lambda c: (-c.score, c.memory_id))
     adjusted = []
+    youngest = min((max((now - c.occurred_at).total_seconds() / 86_400, 0.0) for c in candidates), default=0.0)
     for candidate in candidates:
         factor = 1.0
         if half_life_days:
             age_days = max((now - candidate.occurred_at).total_seconds() / 86_400, 0.0)
-            factor *= math.pow(0.5, age_days / half_life_days)
+            factor *= math.pow(0.5, (age_days - youngest) / half_life_days)
         factor *= 1.0 + importance_weight * (candidate.importance or 0.0)
         adjusted.append(candidate.model_copy(update={"score": candidate.score * factor}))
     return sorted(adjusted, key=lambda c: (-c.score, c.memory_id))

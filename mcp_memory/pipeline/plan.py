@@ -118,7 +118,15 @@ async def plan_query(
     plan = await _llm_plan(query, llm, max_queries, as_of, session)
     if plan.time_window is not None:
         return plan.model_copy(update={"time_window_source": "llm"})
-    if time_expressions and (window := expression_window(query, as_of)) is not None:
+    if not time_expressions:
+        return plan
+    try:
+        window = expression_window(query, as_of)
+    except Exception as exc:  # noqa: BLE001 - a parser bug costs the window, never the recall
+        note = f"time expression not read: {type(exc).__name__}"  # not its message, which may quote the question
+        logger.warning(note)
+        return plan.model_copy(update={"notes": [*plan.notes, note]})
+    if window is not None:
         return plan.model_copy(update={"time_window": window, "time_window_source": "expression"})
     return plan
 

@@ -21,7 +21,9 @@ Chinese numerals in counted spans (两周前). Not handled, no window: an event 
 a memory, and finding that memory is a retrieval of its own, which a wrong anchor would turn into a
 filter of the wrong period; the LLM planner handles these (docs/recall-quality.md).
 
-Failure policy: never raises for a question; anything unparsed is no window.
+dateparser reads at most ``READ_CHARS`` of the question, from a little before its first time word: its
+search costs time in proportion to the dates it finds. Failure policy: never raises for a question;
+anything unparsed, or a period outside years 1..9999 in UTC, is no window.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any
 from mcp_memory.models import TimeWindow
 from mcp_memory.pipeline.time_periods import for_dateparser, period_window
 
-__all__ = ["MAY", "TIME_WORDS", "expression_window", "mentions_time", "warm"]
+__all__ = ["MAY", "READ_CHARS", "TIME_WORDS", "expression_window", "mentions_time", "warm"]
 
 # Words and numbers that name a time or period in English (in other languages only numeric dates and
 # years); the LLM planner's guard (plan.names_time) reads the same list. "May" counts only
@@ -66,9 +68,23 @@ _GLUED = re.compile(r"[-_/.#A-Za-z0-9]")
 _LANGUAGES = ["en", "zh"]
 
 
+READ_CHARS = 200
+"""What dateparser reads: this many characters from a little before the first time word. Its
+search costs about 0.25 ms a character on text dense with dates ("jan 1 jan 1 ...": a 4,000-character
+query held the server for a second); a question names its period near its first time word (the
+longest LongMemEval or LoCoMo question that names one has 166 characters)."""
+_LEAD_CHARS = 60  # before the first time word: "two weeks" of "two weeks ago"
+
+
 def mentions_time(question: str) -> bool:
     """Whether ``question`` holds a time word (English or Chinese); a few microseconds, no parser."""
     return bool(TIME_WORDS.search(question) or MAY.search(question) or _CJK_TIME_WORDS.search(question))
+
+
+def _first_time_word(question: str) -> int | None:
+    """Where the first time word of ``question`` starts, or None."""
+    found = [match.start() for pattern in (TIME_WORDS, MAY, _CJK_TIME_WORDS) if (match := pattern.search(question))]
+    return min(found) if found else None
 
 
 @cache
@@ -141,15 +157,16 @@ def expression_window(question: str, as_of: datetime) -> TimeWindow | None:
         return None
     base = as_of.replace(tzinfo=None)
     if (period := period_window(question, base)) is not None:  # what dateparser misses (time_periods.py)
-        return TimeWindow(start=period[0].replace(tzinfo=as_of.tzinfo), end=period[1].replace(tzinfo=as_of.tzinfo))
+        return _zoned(*period, as_of)
     question = for_dateparser(question)
+    offset = max(0, (_first_time_word(question) or 0) - _LEAD_CHARS)
     search_dates, DateDataParser = _parsers()
     settings = _settings(base)
     try:
-        found = search_dates(question, languages=_LANGUAGES, settings=settings) or []
+        found = search_dates(question[offset : offset + READ_CHARS], languages=_LANGUAGES, settings=settings) or []
     except Exception:  # noqa: BLE001 - a parser bug costs the window, never the recall
         return None
-    position = 0
+    position = offset
     for span, date in found:
         position = question.find(span, position)
         if not _credible(span, date, question, max(position, 0)):
@@ -162,8 +179,22 @@ def expression_window(question: str, as_of: datetime) -> TimeWindow | None:
             continue
         if data.date_obj is None or data.date_obj > base:
             continue  # nothing read, or a date after as_of: a plan, not a memory
-        start, end = _period_window(data.date_obj, data.period or "day")
+        try:
+            start, end = _period_window(data.date_obj, data.period or "day")
+        except (ValueError, OverflowError):  # a period that runs past year 9999 ("this year" asked in 9999)
+            return None
         if re.search(r"\bsince\s*$", question[: max(position, 0)], re.IGNORECASE) or span.lower().startswith("since"):
             end = base
-        return TimeWindow(start=start.replace(tzinfo=as_of.tzinfo), end=end.replace(tzinfo=as_of.tzinfo))
+        return _zoned(start, end, as_of)
     return None
+
+
+def _zoned(start: datetime, end: datetime, as_of: datetime) -> TimeWindow | None:
+    """The window of naive ``start`` .. ``end`` in ``as_of``'s zone; None when an end falls outside
+    years 1..9999 once in UTC ("yesterday" asked at 0001-01-02T10:00+14:00), which no stored time can."""
+    window = TimeWindow(start=start.replace(tzinfo=as_of.tzinfo), end=end.replace(tzinfo=as_of.tzinfo))
+    try:
+        window.start.astimezone(UTC), window.end.astimezone(UTC)
+    except OverflowError:
+        return None
+    return window

@@ -27,14 +27,17 @@ __all__ = [
     "check_supersedes",
     "check_text",
     "check_top_k",
+    "json_holds_nul",
     "new_memory",
     "parse_occurred_at",
 ]
 
 
 # A date, or a date-time with an optional offset, in ISO 8601's extended form: when one of these fails
-# to parse, a field is out of range (day 30 of February, hour 25), not the form.
-_ISO_SHAPE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?)?")
+# to parse, a field is out of range (day 30 of February, hour 25), not the form. Digits 0-9 only (re.ASCII).
+_ISO_SHAPE = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?:[Zz]|[+-]\d{2}:?\d{2})?)?", re.ASCII
+)
 
 
 def check_session(session: str, limits: LimitSettings) -> str:
@@ -191,6 +194,17 @@ def parse_occurred_at(value: str | None, now: datetime | None = None, field: str
     return parsed
 
 
+# NUL's escape in JSON text: "\u0000" after an even number of backslashes (none, or escaped backslashes),
+# so that a string holding a backslash and then "u0000" (encoded "\\u0000") is not taken for one.
+_JSON_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def json_holds_nul(encoded: str) -> bool:
+    """Whether JSON text from ``json.dumps`` holds a NUL (U+0000) in a key or string, which
+    PostgreSQL's jsonb cannot store; a backslash written before "u0000" is text, not a NUL."""
+    return "\x00" in encoded or ("\\u0000" in encoded and _JSON_NUL.search(encoded) is not None)
+
+
 def check_metadata(metadata: dict[str, Any] | None, limits: LimitSettings) -> dict[str, Any]:
     """Return ``metadata`` (or ``{}``) if it is a JSON object within ``max_metadata_bytes``.
 
@@ -209,7 +223,7 @@ def check_metadata(metadata: dict[str, Any] | None, limits: LimitSettings) -> di
     size = len(encoded.encode())
     if size > limits.max_metadata_bytes:
         raise InvalidInput("metadata", f"is {size} bytes as JSON; the limit is {limits.max_metadata_bytes} bytes")
-    if "\x00" in encoded or "\\u0000" in encoded:
+    if json_holds_nul(encoded):
         raise InvalidInput("metadata", "contains a NUL character (U+0000), which cannot be stored; remove it")
     return metadata
 
