@@ -114,6 +114,12 @@ LEVERS: dict[str, Mode] = {
              "default + vector feedback (the top memory's vector, list weight 1)", "vector feedback, 1 memory, weight 1"),
         Mode("rrf5-vw1.5", {"rrf_k": 5, "vector_weight": 1.5}, "default with RRF k 5 and vector weight 1.5",
              "rrf_k 3 -> 5, vector_weight 1 -> 1.5"),
+        Mode("window2", {"window_weight": 2.0}, "default, the time window's list at weight 2",
+             "window_weight 1 -> 2"),
+        Mode("window3", {"window_weight": 3.0}, "default, the time window's list at weight 3",
+             "window_weight 1 -> 3"),
+        Mode("window5", {"window_weight": 5.0}, "default, the time window's list at weight 5",
+             "window_weight 1 -> 5"),
         Mode("anchors45-gap600", {"neighbor_anchors": 45, "neighbor_max_gap_s": 600},
              "default, 45 anchors, neighbours at most 600 s apart", "neighbor_anchors 30 -> 45, neighbor_max_gap_s 3600 -> 600"),
     )
