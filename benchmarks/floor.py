@@ -181,6 +181,9 @@ async def _stages(pool: asyncpg.Pool, session: str, audits: dict[str, list[int]]
             detail = await pool.fetchval(
                 "SELECT detail FROM audits WHERE session = $1 AND kind = 'recall' AND audit_id > $2"
                 " ORDER BY audit_id LIMIT 1", session, after)
+            if detail is None:  # the recall wrote no row here: it reached some other server on that port
+                raise SystemExit(f"side {side}: no recall audit row after audit_id {after} in {session}; "
+                                 "did another server answer on its port?")
             for name, ms in json.loads(detail)["latency_ms"].items():
                 stages.setdefault(name, []).append(ms)
         found[side] = {name: round(statistics.mean(v), 3) for name, v in stages.items()}

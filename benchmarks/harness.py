@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -40,6 +41,12 @@ class ServerProcess:
         self._stop = threading.Event()
 
     def __enter__(self) -> ServerProcess:
+        with socket.socket() as probe:  # a server already there would answer the health check for ours
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: TIME_WAIT is free
+            try:
+                probe.bind(("127.0.0.1", self.port))
+            except OSError:
+                raise RuntimeError(f"port {self.port} is in use; give the benchmark another --port") from None
         log = open(self.data_dir / f"server-{self.port}.log", "ab")
         self.process = subprocess.Popen(
             [str(VENV_BIN / "mcp-memory"), "serve", "--transport", "http", "--port", str(self.port), *self.args],
