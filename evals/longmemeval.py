@@ -33,11 +33,12 @@ import anyio
 
 from evals.args import bounded_int
 from evals.locomo import git_state, parse_ks, parse_modes
+from evals.local_model import register_local_model
 from evals.longmemeval_data import ORACLE, QUESTION_TYPES, SAMPLE_S, Question, load
 from evals.longmemeval_metrics import QuestionScore, score_question, session_ranking, summarize
 from evals.longmemeval_report import HEADLINE_K, LmeResult, print_table, write_reports
 from evals.longmemeval_reuse import read_ingest
-from evals.longmemeval_select import fit_turns, has_gold, scored_questions
+from evals.longmemeval_select import first_per_type, fit_turns, has_gold, scored_questions
 from evals.retrievers import Bm25Retriever, Retriever
 
 logger = logging.getLogger("evals.longmemeval")
@@ -93,6 +94,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--shard", type=parse_shard, default=None,
         help="I/N: only every N-th scored question from the I-th (0-based), in file order; the N shards cover all",
+    )
+    parser.add_argument(
+        "--per-type", type=bounded_int(1), default=None,
+        help="N: only the first N scored questions of each type in sha256 order of their ids (a fixed subset)",
+    )
+    parser.add_argument(
+        "--local-model", action="store_true",
+        help="embedding.model is an ONNX sentence-transformers model in embedding.model_path that fastembed does "
+        "not list: register it (mean pooling, L2 normalisation; evals.local_model)",
     )
     parser.add_argument("--k", type=parse_ks, default=(1, 5, 10), help="cut-offs, default 1,5,10")
     parser.add_argument(
@@ -273,6 +283,9 @@ async def run(args: argparse.Namespace) -> int:
         index, count = args.shard
         left_out += [q for position, q in enumerate(scored) if position % count != index]
         scored = scored[index::count]
+    if args.per_type:
+        scored, rest = first_per_type(scored, args.per_type)
+        left_out += rest
     if args.limit:
         left_out += scored[args.limit:]
         scored = scored[: args.limit]
@@ -283,6 +296,8 @@ async def run(args: argparse.Namespace) -> int:
     run_started = time.perf_counter()
     results: list[LmeResult] = []
     if not args.only_baselines:
+        if args.local_model:
+            register_local_model()
         results += await evaluate_modes(args, scored)
     results.append(await evaluate(Bm25Retriever(args.bm25_stopwords), scored, args.k, args.top_k, args.per_question))
     header = run_header(args, questions, left_out)

@@ -7,6 +7,7 @@ than its content limit, not empty), the same for every retriever.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -54,3 +55,23 @@ def scored_questions(questions: Sequence[Question]) -> tuple[list[Question], lis
     scored = [q for q in questions if not q.abstention and has_gold(q)]
     kept = {q.question_id for q in scored}
     return scored, [q for q in questions if q.question_id not in kept]
+
+
+def first_per_type(questions: Sequence[Question], n: int) -> tuple[list[Question], list[Question]]:
+    """A fixed subset: the first ``n`` questions of each type in the order of the sha256 of their id.
+
+    The hash is the one that splits halves (``evals.longmemeval_halves``), so the subset is the same in
+    every run and does not depend on the file's order; a type with fewer than ``n`` questions gives all.
+
+    Returns:
+        (selected in file order, the rest in file order).
+    """
+    by_type: dict[str, list[Question]] = {}
+    for question in questions:
+        by_type.setdefault(question.short_type, []).append(question)
+    chosen = {
+        q.question_id
+        for group in by_type.values()
+        for q in sorted(group, key=lambda q: hashlib.sha256(q.question_id.encode()).hexdigest())[:n]
+    }
+    return [q for q in questions if q.question_id in chosen], [q for q in questions if q.question_id not in chosen]

@@ -4,6 +4,7 @@ tiny inline questions."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import subprocess
@@ -17,7 +18,7 @@ from evals.longmemeval_data import load
 from evals.longmemeval_merge import merge
 from evals.longmemeval_metrics import score_level, score_question, session_ranking, summarize
 from evals.longmemeval_rebuild import rebuild
-from evals.longmemeval_select import fit_turns, scored_questions
+from evals.longmemeval_select import first_per_type, fit_turns, scored_questions
 
 
 def _instance(question_id: str, question_type: str, question: str, sessions: dict[str, list[dict]],
@@ -190,6 +191,21 @@ def test_shards_are_i_of_n_and_a_bad_shard_is_refused_naming_the_option(capsys) 
         with pytest.raises(SystemExit):
             build_parser().parse_args(["--shard", bad])
         assert "--shard" in capsys.readouterr().err
+
+
+def test_a_per_type_subset_is_the_first_n_of_each_type_by_hash_whatever_the_file_order(tmp_path: Path) -> None:
+    instances = [_instance(f"q{i}", kind, "Where?", {f"answer_{i}": [_user("Here.", gold=True), REPLY]},
+                           [f"answer_{i}"]) for i, kind in enumerate(["multi-session"] * 5 + ["temporal-reasoning"] * 2)]
+    picked = []
+    for order in (instances, instances[::-1]):
+        path = tmp_path / "q.json"
+        path.write_text(json.dumps(order), encoding="utf-8")
+        chosen, rest = first_per_type(load(path), 3)
+        assert len(rest) == 2 and {q.short_type for q in rest} == {"MS"}
+        picked.append(sorted(q.question_id for q in chosen))
+    by_hash = sorted([f"q{i}" for i in range(5)], key=lambda q: hashlib.sha256(q.encode()).hexdigest())[:3]
+    assert picked[0] == picked[1] == sorted(by_hash + ["q5", "q6"])
+    assert build_parser().parse_args(["--per-type", "3"]).per_type == 3
 
 
 def _shard_report(question_id: str, hit: bool) -> dict:
