@@ -131,11 +131,22 @@ async def _usage(settings: Settings, patterns: list[str], reset: bool) -> None:
         await deps.close()
 
 
-def _exit_on_sigterm() -> None:
-    def handler(signum: int, frame: object) -> None:
+def _exit_on_signals() -> None:
+    """SIGTERM raises SystemExit and SIGINT KeyboardInterrupt in the main thread, wherever it is.
+
+    With Python's own SIGINT handler in place, asyncio's runner would instead cancel the main task once
+    and wait for it; a stdio server so stopped now and then kept running with its client's stdin open
+    (test_lifecycle's SIGINT case, about one CI run in ten), while the SIGTERM path never did. Both now
+    take the SIGTERM path; the event loop's shutdown then cancels every task and the lifespan closes.
+    """
+    def terminate(signum: int, frame: object) -> None:
         raise SystemExit(128 + signum)
 
-    signal.signal(signal.SIGTERM, handler)
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminate)
+    signal.signal(signal.SIGINT, interrupt)  # not default_int_handler, so asyncio keeps its hands off
 
 
 _SECRET_KEYS = frozenset({"token", "client_secret", "api_key", "rerank_api_key", "database_url"})
@@ -201,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "log_format", None):
             settings = settings.model_copy(update={"log_format": args.log_format})
         _configure_logging(settings)
-        _exit_on_sigterm()
+        _exit_on_signals()
         if args.command == "doctor":
             from mcp_memory.doctor import doctor
 

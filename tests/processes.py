@@ -88,6 +88,7 @@ def server_env(data_dir: Path, seed_model: bool = True, **settings: str) -> dict
     # not ORT_* either: importing mcp_memory here set ORT_DISABLE_TELEMETRY, which a new user's shell lacks
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MCP_MEMORY_", "HF_", "ORT_"))}
     env["MCP_MEMORY_DATA_DIR"] = str(data_dir)
+    env["PYTHONFAULTHANDLER"] = "1"  # a server that does not exit is sent SIGABRT and shows where it hangs
     env.update(settings)
     return env
 
@@ -326,8 +327,13 @@ class ServerProcess:
         try:
             return self.proc.wait(timeout_s)
         except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER (server_env): every thread's stack to stderr
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
             self.kill()
-            raise AssertionError(f"server did not exit within {timeout_s} s; stderr:\n{self.stderr[-3000:]}") from None
+            raise AssertionError(f"server did not exit within {timeout_s} s; stderr:\n{self.stderr[-8000:]}") from None
 
     def kill(self) -> None:
         """SIGKILL the server if it still runs and reap it."""
