@@ -341,7 +341,7 @@ def _write_format(fmt: str, n: int, folder: Path) -> Path:
 READ_ALL = """
 import resource, sys
 from pathlib import Path
-from mcp_memory.transfer.importer import read_entries
+from mcp_memory.transfer.entries import read_entries
 for fmt, path in zip(sys.argv[1::2], sys.argv[2::2]):
     total, entries = read_entries(Path(path), fmt, "s")
     assert sum(1 for _ in entries) == total

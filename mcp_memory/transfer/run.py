@@ -15,8 +15,9 @@ from mcp_memory.deps import Deps
 from mcp_memory.errors import ConfigError, InvalidInput
 from mcp_memory.pipeline.validate import check_session
 from mcp_memory.settings import Settings
+from mcp_memory.transfer.entries import resolve_format
 from mcp_memory.transfer.export import export
-from mcp_memory.transfer.importer import import_file, resolve_format
+from mcp_memory.transfer.importer import import_file
 
 __all__ = ["add_transfer_commands", "run_export", "run_import"]
 
