@@ -144,4 +144,6 @@ if __name__ == "__main__":
     named = os.environ.get(SOURCE_VARIABLE)
     if not named:
         sys.exit(f"set {SOURCE_VARIABLE} to the Citus source tarball (citus-14.0.1.tar.gz)")
+    if not Path(named).is_file():
+        sys.exit(f"{SOURCE_VARIABLE} names no file: {named} (the Citus source tarball, citus-14.0.1.tar.gz)")
     print(ensure_built(Path(named)))

@@ -253,6 +253,9 @@ async def test_a_token_for_one_team_never_shows_the_other_team(browser: Any, tok
     answer = _wait_for(browser, "section.part", "No answer")
     assert answer.text.lower().count("no answer model") == 1, answer.text  # said twice before
 
+    browser.get(token_server + "/?session=team%3Aalpha%3Aplans&q=importer")  # the session's one memory
+    assert _wait_for(browser, "p.summary").text.startswith("1 result for “importer”")  # was "1 results"
+
     browser.get(token_server + "/?session=team%3Abeta%3Asecrets")
     error = _wait_for(browser, "main .error")
     assert error.text == "403: session: this token may not use this session; nothing was read or changed"

@@ -211,7 +211,7 @@ async function renderSearch(session, query) {
     el("td", {}, foundBy(memory.found_by)))));
   table.append(body);
   view.replaceChildren(el("h1", { class: "session" }, sessionLink({ session }, session)), searchForm(session, query),
-    el("p", { class: "summary", text: `${data.memories.length} results for “${data.query}” · candidate lists: ${lists || "none"}` }),
+    el("p", { class: "summary", text: `${data.memories.length} result${data.memories.length === 1 ? "" : "s"} for “${data.query}” · candidate lists: ${lists || "none"}` }),
     el("p", { class: "note", text: "Same recall pipeline as recall_memory, run without the LLM and without writing an audit row." }),
     data.memories.length ? table : el("p", { class: "note", text: "Nothing found." }),
     timesTable(data.latency_ms));
