@@ -280,7 +280,7 @@ async def test_a_200_that_is_not_a_chat_completion_degrades_the_call(pg_url, wor
         usage = (await _usage(client))["answer"]
 
     assert result["answer"] is None and [m["memory_id"] for m in result["memories"]] == ids
-    assert audit["answer_note"].startswith("answer model failed: the answer model")
+    assert audit["answer_note"].startswith("no answer, ranked memories returned: the answer model")
     assert usage["calls"] == 1 and usage["errors"] == 1
 
 

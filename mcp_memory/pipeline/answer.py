@@ -115,7 +115,7 @@ async def answer(
         return Answer(text=refusal, answerable=False, note=f"answer model reply unusable: {exc}")
     except ChatError as exc:
         logger.warning("answering failed, ranked memories returned: %s", exc)  # the endpoint is down or misconfigured
-        return Answer(text=None, note=f"answer model failed: {exc}")
+        return Answer(text=None, note=f"no answer, ranked memories returned: {exc}")
     # A citation is a short id, or a candidate's full memory_id; anything else is dropped.
     known = {ref: memory_id for memory_id, ref in refs.items()} | {memory_id: memory_id for memory_id in refs}
     raw_ids = reply.value.get("memory_ids")
