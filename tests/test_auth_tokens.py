@@ -142,8 +142,10 @@ async def test_a_token_reaches_only_the_sessions_of_its_patterns(served: Served)
             result = await alpha.call_tool(name, arguments)
             text = result.content[0].text
             assert result.is_error, (name, arguments)
-            assert "this token may not use this session" in text
-            assert "beta" not in text and "alpha" not in text and "7781" not in text, text
+            # the refusal names the token's own pattern, so an agent can pick a session it may use, and
+            # nothing of the session asked for (nor another session's name or content)
+            assert text == (f"Error executing tool {name}: session: this token may not use this session; "
+                            "nothing was read or changed; it may use sessions matching 'team:alpha:*'"), text
     for session in looks_alike:
         assert await served.contents(session) == ([] if session != other else ["beta launch code is 7781"])
 

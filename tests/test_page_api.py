@@ -140,7 +140,8 @@ async def test_a_session_outside_the_token_gets_403_with_one_line_and_none_of_it
     audit_id = served.get("/api/audits", token=ADMIN, session=B).json()["audits"][0]["audit_id"]
     reply = served.get(path, session=B, q="launch code", id=audit_id)
     assert reply.status_code == 403
-    assert reply.json() == {"error": "session: this token may not use this session; nothing was read or changed"}
+    assert reply.json() == {"error": "session: this token may not use this session; nothing was read or changed; "
+                                     "it may use sessions matching 'team:alpha:*'"}
     assert "7741" not in reply.text and "Beta" not in reply.text
 
 

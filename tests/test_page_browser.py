@@ -258,7 +258,8 @@ async def test_a_token_for_one_team_never_shows_the_other_team(browser: Any, tok
 
     browser.get(token_server + "/?session=team%3Abeta%3Asecrets")
     error = _wait_for(browser, "main .error")
-    assert error.text == "403: session: this token may not use this session; nothing was read or changed"
+    assert error.text == ("403: session: this token may not use this session; nothing was read or changed; "
+                          "it may use sessions matching 'team:alpha:*'")
     browser.get(token_server + "/?session=team%3Abeta%3Asecrets&q=vault+combination")
     _wait_for(browser, "main .error", "403")
     assert "31-7-44" not in browser.page_source and "team:beta:secrets" not in _texts(browser, "#sessions")[0]

@@ -24,7 +24,10 @@ async def test_stdio_sessions_patterns_limit_a_stdio_client(fresh_db: str, spawn
         for name, extra in (("store_memory", {"content": "x"}), ("recall_memory", {"query": "boiler"}),
                             ("list_audits", {}), ("delete_memory", {"all": True, "confirm": session})):
             refused = await call(name, {"session": session, **extra})
-            assert refused.is_error and "outside [stdio] sessions" in refused.text, (name, refused.text)
+            assert refused.is_error, (name, refused.text)
+            assert refused.text == (f"Error executing tool {name}: session: this session is outside [stdio] "
+                                    "sessions in the server's config; nothing was read or changed; it may use "
+                                    "sessions matching 'shared', 'me:*'"), refused.text
     server.close_stdin()
     assert server.wait() == 0
     connection = await asyncpg.connect(fresh_db)

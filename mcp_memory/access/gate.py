@@ -123,8 +123,9 @@ class Gate:
 
         Raises:
             RateLimited: over the token's calls per minute; the message says when to retry.
-            Forbidden: the session is outside the token's patterns (the message names no
-                session), or ``delete`` or ``supersede`` without ``can_delete``.
+            Forbidden: the session is outside the token's patterns (the message names the caller's own
+                patterns, so an agent can pick a session it may use, never the session asked for), or
+                ``delete`` or ``supersede`` without ``can_delete``.
         """
         caller = self.caller()
         if caller.rate_limit_per_minute is not None:
@@ -136,8 +137,9 @@ class Gate:
         if session is not None and not caller.scope.allows(session):
             if caller.name == "stdio":
                 raise Forbidden("session: this session is outside [stdio] sessions in the server's config; "
-                                "nothing was read or changed")
-            raise Forbidden("session: this token may not use this session; nothing was read or changed")
+                                f"nothing was read or changed; it may use {_shown(caller.scope)}")
+            raise Forbidden("session: this token may not use this session; nothing was read or changed; "
+                            f"it may use {_shown(caller.scope)}")
         if delete and not caller.can_delete:
             raise Forbidden("delete_memory: this token may not delete memories (it has no can_delete); "
                             "nothing was deleted")
@@ -145,3 +147,14 @@ class Gate:
             raise Forbidden("supersedes: this token may not mark memories superseded (that needs can_delete, since "
                             "it hides them from recall); nothing was stored")
         return caller
+
+
+def _shown(scope: SessionScope, at_most: int = 5) -> str:
+    """The caller's own session patterns for a refusal: ``sessions matching 'team:alpha:*'``; at most
+    ``at_most`` of them, quoted so that an invisible character shows."""
+    patterns = scope.patterns()
+    if not patterns:
+        return "no session"
+    shown = ", ".join(repr(pattern) for pattern in patterns[:at_most])
+    more = f" and {len(patterns) - at_most} more" if len(patterns) > at_most else ""
+    return f"sessions matching {shown}{more}"
