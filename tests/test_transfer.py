@@ -301,3 +301,27 @@ async def test_supersession_links_that_go_round_in_a_cycle_are_bad_lines_and_non
     out = tmp_path / "out.jsonl"
     await _run(work_dir, fresh_db, "export", "--all", "-o", str(out))
     assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {a: None, b: None, c: None, d: e, e: None}
+
+
+async def test_a_line_skipped_for_reusing_an_id_marks_no_memory_superseded(client, pg_url, work_dir, tmp_path):
+    """Found by an attack: a line whose memory_id is the id of other content was reported skipped, yet
+    its superseded_by was restored on the memory that already held the id, hiding it from recall."""
+    held = await store(client, "team:a", "The office is in Lyon.", occurred_at="2024-01-05")
+    successor = "00000000-0000-4000-8000-0000000000aa"
+    path = tmp_path / "crafted.jsonl"
+    path.write_text("\n".join([
+        json.dumps({"format": "mcp-memory", "version": 1}),
+        json.dumps({"memory_id": held, "session": "team:a", "content": "Something else entirely.",
+                    "occurred_at": "2024-01-01", "superseded_by": successor,
+                    "superseded_at": "2024-02-01T00:00:00+00:00", "superseded_source": "explicit"}),
+        json.dumps({"memory_id": successor, "session": "team:a", "content": "The office moved to Paris.",
+                    "occurred_at": "2024-06-01"}),
+    ]) + "\n")
+    for dry_run in (["--dry-run"], []):
+        summary = _summary(await _run(work_dir, pg_url, "import", str(path), *dry_run))
+        assert [r["line"] for r in summary["rejected"]] == [2]
+        assert (summary["stored"], summary["supersessions"]) == (1, 0)
+    out = tmp_path / "out.jsonl"
+    await _run(work_dir, pg_url, "export", "--session", "team:a", "-o", str(out))
+    assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {held: None, successor: None}
+

@@ -197,6 +197,8 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
                 batch = []
         if batch:
             planned += await _flush(ready, batch, summary, report)
+        skipped = {where for where, _ in summary.rejected}  # a line skipped whole restores no link either
+        links = [(where, link) for where, link in links if where not in skipped]
         looped = _looped(links)
         for place in sorted(looped):
             report(links[place][0], "superseded_by: the file's supersession links go round in a cycle (each memory "
