@@ -13,7 +13,8 @@ import anyio
 import pytest
 
 from processes import MCP_MEMORY, fresh_db, server_env  # noqa: F401 - fresh_db is a fixture
-from tools import call, store
+from conftest import make_settings
+from tools import call, served, store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends("single", "citus")]
 
@@ -103,7 +104,8 @@ async def test_export_import_into_an_empty_database_and_export_again_gives_the_s
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
     await _run(work_dir, pg_url, "export", "--all", "-o", str(first))
     imported = _summary(await _run(work_dir, fresh_db, "import", str(first)))
-    assert imported == {"stored": 4, "duplicates": 0, "supersessions": 1, "redacted": 0, "rejected": [], "dry_run": False}
+    assert imported == {"stored": 4, "duplicates": 0, "supersessions": 1, "redacted": 0, "deleted_keys": 0, "rejected": [],
+                        "dry_run": False}
     await _run(work_dir, fresh_db, "export", "--all", "-o", str(second))
     (header_a, memories_a), (header_b, memories_b) = _lines(first), _lines(second)
     assert _without_export_time(header_a) == _without_export_time(header_b)
@@ -325,3 +327,28 @@ async def test_a_line_skipped_for_reusing_an_id_marks_no_memory_superseded(clien
     await _run(work_dir, pg_url, "export", "--session", "team:a", "-o", str(out))
     assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {held: None, successor: None}
 
+
+
+async def test_a_deleted_memorys_idempotency_key_survives_export_and_import(
+        client, pg_url, fresh_db, work_dir, tmp_path):
+    """Found by an attack: the key of a deleted memory was not exported, so after an import a late
+    retry with it stored the deleted memory again (before, it is an error: docs/tools.md)."""
+    gone = await store(client, "team:a", "A memory the user deleted.", idempotency_key="late-1")
+    await store(client, "team:a", "A memory that stays.")
+    await call(client, "delete_memory", {"session": "team:a", "memory_id": gone})
+    path = tmp_path / "all.jsonl"
+    await _run(work_dir, pg_url, "export", "--all", "-o", str(path))
+    for dry_run in (["--dry-run"], []):
+        summary = _summary(await _run(work_dir, fresh_db, "import", str(path), *dry_run))
+        assert (summary["stored"], summary["deleted_keys"], summary["rejected"]) == (1, 1, [])
+    again = tmp_path / "again.jsonl"
+    await _run(work_dir, fresh_db, "export", "--all", "-o", str(again))
+    assert _lines(again)[1] == _lines(path)[1]
+    assert _lines(path)[1][-1]["deleted"] is True
+    settings = make_settings(fresh_db, work_dir)
+    async with served(settings) as imported:
+        retry = await imported.call_tool("store_memory", {"session": "team:a", "content": "A memory the user deleted.",
+                                                          "idempotency_key": "late-1"})
+        assert retry.is_error and "was deleted" in retry.content[0].text, retry.content[0].text
+        again = await imported.call_tool("recall_memory", {"session": "team:a", "query": "memory the user deleted"})
+        assert all(m["content"] != "A memory the user deleted." for m in again.structured_content["memories"])

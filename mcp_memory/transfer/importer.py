@@ -34,7 +34,7 @@ from mcp_memory.db.transfer import ImportRow
 from mcp_memory.deps import Ready
 from mcp_memory.pipeline.audit import record as audit
 from mcp_memory.transfer.entries import read_entries
-from mcp_memory.transfer.records import Link, Record, parse_record
+from mcp_memory.transfer.records import Deleted, Link, Record, parse_record
 
 __all__ = ["ImportSummary", "import_file"]
 
@@ -45,18 +45,20 @@ BATCH_SIZE = 64  # memories per embedding batch and per insert transaction
 class ImportSummary:
     """What an import did (or, with ``dry_run``, would do): ``stored`` new memories, ``duplicates``
     skipped, ``rejected`` lines as (line number, or ``path:line`` of a note, and reason),
-    ``supersessions`` links restored, ``redacted`` memories stored with secrets replaced by markers."""
+    ``supersessions`` links restored, ``redacted`` memories stored with secrets replaced by markers,
+    ``deleted_keys`` idempotency keys of deleted memories recorded (a late retry with one is an error)."""
 
     dry_run: bool
     stored: int = 0
     duplicates: int = 0
     supersessions: int = 0
     redacted: int = 0
+    deleted_keys: int = 0
     rejected: list[tuple[int | str, str]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {"stored": self.stored, "duplicates": self.duplicates, "supersessions": self.supersessions,
-                "redacted": self.redacted, "rejected": [{"line": n, "reason": r} for n, r in self.rejected],
+                "redacted": self.redacted, "deleted_keys": self.deleted_keys, "rejected": [{"line": n, "reason": r} for n, r in self.rejected],
                 "dry_run": self.dry_run}
 
 
@@ -165,6 +167,7 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
     limits = ready.settings.limits
     summary = ImportSummary(dry_run=dry_run)
     links: list[tuple[int | str, Link]] = []
+    deleted_keys: list[tuple[str, str, dict[str, Any]]] = []  # (session, memory_id, key) of deleted memories
     total, entries = read_entries(path, fmt, session)
     planned: list[tuple[str, str]] = []  # with dry_run: the memories that would be stored
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _Rate(),
@@ -189,6 +192,9 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
             except ValueError as exc:  # InvalidInput is one
                 report(where, str(exc))
                 continue
+            if isinstance(record, Deleted):
+                deleted_keys += [(record.session, record.memory_id, key) for key in record.keys]
+                continue
             batch.append((where, record))
             if record.link is not None:
                 links.append((where, record.link))
@@ -206,6 +212,7 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
                    "restored, its memories are imported as current")
     rows = [(k.session, k.memory_id, k.superseded_by, k.superseded_at, k.source)
             for place, (_, k) in enumerate(links) if place not in looped]
+    summary.deleted_keys = await ready.repository.import_deleted_keys(deleted_keys, dry_run)
     if dry_run:
         summary.supersessions = await ready.repository.count_supersessions(rows, planned)
     else:
