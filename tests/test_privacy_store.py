@@ -86,6 +86,30 @@ async def test_a_metadata_filter_value_holding_a_secret_is_audited_redacted(clie
     assert audits["audits"][0]["detail"]["filters"]["metadata"] == {"key": "[redacted: aws-access-key]", "n": 2}
 
 
+async def test_no_field_of_a_recall_audit_holds_the_querys_secret(pg_url, work_dir, fake, empty_tables):
+    """Found by an attack: the query and planned queries were redacted in the audit row, but the answer
+    (a model that repeats the question's key) and the planner's note quoting its unusable time window
+    kept the secret in clear."""
+    llm = {"base_url": fake.base_url, "api_key": "k", "plan_model": "fake-plan", "answer_model": "fake-answer",
+           "timeout_s": 5.0, "max_retries": 0}
+    async with served(make_settings(pg_url, work_dir, llm=llm)) as client:
+        await store(client, "ops", "The deploy bot owns the CI key.")
+        question = f"who used {AWS} yesterday?"
+        fake.script_chat(
+            ChatReply(content=json.dumps({"queries": [f"owner of {AWS}"], "time_window": {"start": AWS, "end": AWS}})),
+            ChatReply(content=json.dumps({"answer": f"The deploy bot uses {AWS}.", "answerable": True,
+                                          "memory_ids": ["1"]})),
+        )
+        answered = await call(client, "recall_memory", {"session": "ops", "query": question})
+        assert answered["answer"] == f"The deploy bot uses {AWS}."  # the caller's own reply is not rewritten
+        audits = await call(client, "list_audits", {"session": "ops", "kind": "recall"})
+        detail = audits["audits"][0]["detail"]
+        assert detail["answer"] == "The deploy bot uses [redacted: aws-access-key]."
+        assert any("[redacted: aws-access-key]" in note for note in detail["plan_notes"]), detail["plan_notes"]
+        assert AWS not in json.dumps(detail)
+    assert AWS not in await _stored_text(pg_url)
+
+
 async def test_the_keyword_index_and_the_vectors_hold_the_redacted_text(client, deps, pg_url):
     await store(client, "ops", SAID)
     lexemes = {row["lexeme"] for row in await _rows(pg_url, "SELECT lexeme FROM memory_terms")}
