@@ -229,11 +229,11 @@ async def test_doctor_counts_stored_secrets_and_redact_replaces_them_in_place(pg
     assert check["detail"].startswith("2 of 4 stored memories hold a detectable secret ('dev': 1, 'ops': 1)")
     assert AWS not in json.dumps(doctor)
     dry = json.loads((await _cli(work_dir, pg_url, "redact", "--session", "ops", "--dry-run")).stdout)
-    assert dry == {"scanned": 2, "redacted": 1, "merged": 0, "sessions": {"ops": 1}, "dry_run": True}
+    assert dry == {"scanned": 2, "redacted": 1, "merged": 0, "sessions": {"ops": 1}, "audits": 0, "dry_run": True}
     assert long_said in await _stored_text(pg_url)
     chunks = (await _rows(pg_url, "SELECT count(*) AS n FROM memory_chunks"))[0]["n"]
     done = json.loads((await _cli(work_dir, pg_url, "redact", "--session", "ops")).stdout)
-    assert done == {"scanned": 2, "redacted": 1, "merged": 0, "sessions": {"ops": 1}, "dry_run": False}
+    assert done == {"scanned": 2, "redacted": 1, "merged": 0, "sessions": {"ops": 1}, "audits": 0, "dry_run": False}
     [row] = await _rows(pg_url, "SELECT content FROM memories WHERE memory_id = $1::uuid", kept)
     assert row["content"].startswith(REDACTED)
     assert (await _rows(pg_url, "SELECT count(*) AS n FROM memory_chunks"))[0]["n"] == chunks > 0
@@ -249,6 +249,28 @@ async def test_doctor_counts_stored_secrets_and_redact_replaces_them_in_place(pg
     [check] = [c for c in doctor["checks"] if c["name"] == "secrets"]
     assert (check["status"], check["detail"]) == (
         "ok", "none of the 4 stored memories holds a detectable secret (privacy.secrets = 'redact')")
+
+
+async def test_redact_also_replaces_the_secrets_that_audit_rows_kept(pg_url, work_dir, empty_tables):
+    """Found by an attack: under keep a recall's audit row holds its query as asked; `redact` rewrote
+    the memories only, so after `redact --all` the key was still in the database, in list_audits and
+    on the page."""
+    async with served(make_settings(pg_url, work_dir, privacy={"secrets": "keep"})) as keeping:
+        await store(keeping, "ops", "The deploy runs at noon.")
+        await call(keeping, "recall_memory", {"session": "ops", "query": f"does the deploy use {AWS}?"})
+        await call(keeping, "recall_memory", {"session": "ops", "query": "deploy", "metadata": {"key": GITHUB}})
+    assert AWS in await _stored_text(pg_url)
+    dry = json.loads((await _cli(work_dir, pg_url, "redact", "--all", "--dry-run")).stdout)
+    assert (dry["redacted"], dry["audits"]) == (0, 2) and AWS in await _stored_text(pg_url)
+    done = json.loads((await _cli(work_dir, pg_url, "redact", "--all")).stdout)
+    assert (done["redacted"], done["audits"]) == (0, 2)
+    stored = await _stored_text(pg_url)
+    assert AWS not in stored and GITHUB not in stored
+    asked, filtered = [json.loads(row["detail"]) for row in await _rows(
+        pg_url, "SELECT detail FROM audits WHERE session = 'ops' AND kind = 'recall' ORDER BY audit_id")]
+    assert asked["query"] == "does the deploy use [redacted: aws-access-key]?"
+    assert asked["fused"] and all(len(item["memory_id"]) == 36 for item in asked["fused"])
+    assert filtered["filters"]["metadata"] == {"key": "[redacted: github-token]"}
 
 
 async def test_redact_merges_two_memories_that_differed_only_in_their_secret(pg_url, work_dir, empty_tables):

@@ -10,19 +10,40 @@ so in-process vector copies reload).
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import asyncpg
 import numpy as np
 
+from mcp_memory.access.scope import SessionScope
+from mcp_memory.db.usage import _IN_SCOPE, _scope_args
+
 __all__ = ["RedactionQueries"]
 
 
 class RedactionQueries:
-    """Replace a memory's text where a secret was found."""
+    """Replace a memory's text, or an audit row's detail, where a secret was found."""
 
+    _pool: asyncpg.Pool
     _run: Callable[[Callable[[asyncpg.Connection], Awaitable[Any]]], Awaitable[Any]]
+
+    async def audit_rows(self, scope: SessionScope) -> AsyncIterator[tuple[str, int, dict[str, Any]]]:
+        """(session, audit_id, detail) of every audit row of the sessions of ``scope``, by session and
+        audit_id, through a server-side cursor in one read-only transaction (as the export reads)."""
+        async with self._pool.acquire() as connection:
+            async with connection.transaction(readonly=True, isolation="repeatable_read"):
+                await connection.execute("SET LOCAL statement_timeout = 0")
+                sql = (f"SELECT session, audit_id, detail::text AS detail FROM audits WHERE {_IN_SCOPE}"
+                       " ORDER BY session, audit_id")
+                async for row in connection.cursor(sql, *_scope_args(scope), prefetch=500):
+                    yield row["session"], row["audit_id"], json.loads(row["detail"])
+
+    async def replace_audit_detail(self, session: str, audit_id: int, detail: dict[str, Any]) -> None:
+        """Give audit row ``audit_id`` of ``session`` this ``detail`` (its secrets redacted)."""
+        await self._run(lambda c: c.execute(
+            "UPDATE audits SET detail = $3::jsonb WHERE session = $1 AND audit_id = $2",
+            session, audit_id, json.dumps(detail, ensure_ascii=False)))
 
     async def replace_text(self, session: str, memory_id: str, content: str, content_hash: bytes,
                            metadata: dict[str, Any], embeddings: list[np.ndarray]) -> str | None:
