@@ -281,3 +281,26 @@ async def test_redact_merges_two_memories_that_differed_only_in_their_secret(pg_
     assert (done["redacted"], done["merged"]) == (1, 1)
     assert [row["content"] for row in await _rows(pg_url, "SELECT content FROM memories")] == [
         "The key is [redacted: aws-access-key]."]
+
+
+async def test_a_merge_by_redact_hands_the_merged_memorys_history_and_keys_to_the_memory_it_merged_into(
+        pg_url, work_dir, empty_tables):
+    """Found by an attack: the merged memory was deleted as delete_memory deletes, so the memory it had
+    superseded was current again (Berlin beside Lisbon), and its idempotency key named a memory that no
+    longer exists (a retry was told the user had deleted it)."""
+    other_token = "ghp_EXAMPLE9876543210zyxwvutsrqponmlkjih"
+    async with served(make_settings(pg_url, work_dir, privacy={"secrets": "keep"})) as keeping:
+        berlin = await store(keeping, "ops", "Alice lives in Berlin.", occurred_at="2023-01-01")
+        kept = await store(keeping, "ops", f"Alice moved to Lisbon; the door bot token is {GITHUB}.",
+                           occurred_at="2024-01-01")
+        merged = (await call(keeping, "store_memory", {
+            "session": "ops", "content": f"Alice moved to Lisbon; the door bot token is {other_token}.",
+            "occurred_at": "2024-02-01", "supersedes": [berlin], "idempotency_key": "lisbon-2"}))["memory_id"]
+    done = json.loads((await _cli(work_dir, pg_url, "redact", "--all")).stdout)
+    assert (done["redacted"], done["merged"]) == (1, 1)
+    links = await _rows(pg_url, "SELECT memory_id::text AS m, superseded_by::text AS s FROM memory_supersessions")
+    assert [(row["m"], row["s"]) for row in links] == [(berlin, kept)]
+    keys = await _rows(pg_url, "SELECT memory_id::text AS m, content_hash = (SELECT content_hash FROM memories"
+                       " WHERE memory_id = $1::uuid) AS same FROM idempotency_keys", kept)
+    assert [(row["m"], row["same"]) for row in keys] == [(kept, True)]
+    assert merged not in {row["m"] for row in await _rows(pg_url, "SELECT memory_id::text AS m FROM memories")}

@@ -22,6 +22,35 @@ from mcp_memory.db.usage import _IN_SCOPE, _scope_args
 __all__ = ["RedactionQueries"]
 
 
+async def _hand_over(connection: asyncpg.Connection, session: str, memory_id: str, other: str) -> None:
+    """Before ``memory_id`` is merged into ``other`` (deleted): the memories it superseded are superseded
+    by ``other`` instead (they would be current again), except ``other`` itself and any memory that
+    ``other`` leads to through its own successors (that would close a cycle); its idempotency keys
+    name ``other`` and its content. Takes the session's supersession lock, as ``supersessions.mark``."""
+    await connection.execute("SELECT pg_advisory_xact_lock(hashtextextended('mcp-memory/supersede:' || $1, 0))",
+                             session)
+    ahead = [row[0] for row in await connection.fetch(_AHEAD, session, other)]
+    await connection.execute(
+        "UPDATE memory_supersessions SET superseded_by = $3::uuid WHERE session = $1 AND superseded_by = $2::uuid"
+        " AND memory_id <> $3::uuid AND NOT memory_id = ANY($4::uuid[])", session, memory_id, other, ahead)
+    await connection.execute(
+        "UPDATE idempotency_keys SET memory_id = $3::uuid,"
+        " content_hash = (SELECT content_hash FROM memories WHERE session = $1 AND memory_id = $3::uuid)"
+        " WHERE session = $1 AND memory_id = $2::uuid", session, memory_id, other)
+
+
+# The memories a memory of session $1 leads to, $2 first: its successor, that one's, and so on.
+_AHEAD = """
+    WITH RECURSIVE ahead (memory_id) AS (
+        SELECT s.superseded_by FROM memory_supersessions s WHERE s.session = $1 AND s.memory_id = $2::uuid
+        UNION
+        SELECT n.superseded_by FROM ahead a
+        CROSS JOIN LATERAL (SELECT x.superseded_by FROM memory_supersessions x
+                            WHERE x.session = $1 AND x.memory_id = a.memory_id LIMIT 1) n)
+    SELECT memory_id::text FROM ahead
+"""
+
+
 class RedactionQueries:
     """Replace a memory's text, or an audit row's detail, where a secret was found."""
 
@@ -54,7 +83,8 @@ class RedactionQueries:
         Returns:
             None when it was rewritten; when the session already holds ``content`` under another
             memory, that memory's id, and this one was deleted instead (two memories that differed
-            only in a secret are one memory once it is gone).
+            only in a secret are one memory once it is gone), after handing that memory what it had
+            superseded and its idempotency keys (``_hand_over``).
         """
 
         async def work(connection: asyncpg.Connection) -> str | None:
@@ -63,6 +93,7 @@ class RedactionQueries:
                     "SELECT memory_id::text FROM memories WHERE session = $1 AND content_hash = $2"
                     " AND memory_id <> $3::uuid", session, content_hash, memory_id)
                 if other is not None:
+                    await _hand_over(connection, session, memory_id, other)
                     await connection.execute("DELETE FROM memories WHERE session = $1 AND memory_id = $2::uuid",
                                              session, memory_id)
                     return other
