@@ -352,3 +352,21 @@ async def test_a_deleted_memorys_idempotency_key_survives_export_and_import(
         assert retry.is_error and "was deleted" in retry.content[0].text, retry.content[0].text
         again = await imported.call_tool("recall_memory", {"session": "team:a", "query": "memory the user deleted"})
         assert all(m["content"] != "A memory the user deleted." for m in again.structured_content["memories"])
+
+
+async def test_an_import_whose_successor_is_already_stored_under_another_id_keeps_the_link(
+        client, pg_url, fresh_db, work_dir, tmp_path):
+    """Found by an attack: importing an export into a database that already held the newer fact (stored
+    there under its own id) skipped that memory as a duplicate and dropped the link to it, so the fact
+    it had replaced was imported as current."""
+    ids = await _store_sample(client)
+    path = tmp_path / "team.jsonl"
+    await _run(work_dir, pg_url, "export", "--session", "team:a", "-o", str(path))
+    async with served(make_settings(fresh_db, work_dir)) as target:
+        there = await store(target, "team:a", "The office moved to Paris.", occurred_at="2024-06-01")
+    for dry_run in (["--dry-run"], []):
+        summary = _summary(await _run(work_dir, fresh_db, "import", str(path), *dry_run))
+        assert (summary["stored"], summary["duplicates"], summary["supersessions"]) == (1, 1, 1)
+    out = tmp_path / "out.jsonl"
+    await _run(work_dir, fresh_db, "export", "--all", "-o", str(out))
+    assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {ids["old"]: there, there: None}

@@ -112,26 +112,28 @@ class TransferQueries:
                         yield {"deleted": True, "session": row["session"], "memory_id": row["memory_id"],
                                "idempotency_keys": json.loads(row["keys"])}
 
-    async def existing(self, rows: list[tuple[str, str, bytes]]) -> dict[int, bool]:
+    async def existing(self, rows: list[tuple[str, str, bytes]]) -> dict[int, tuple[bool, str | None]]:
         """Positions in ``rows`` ((session, memory_id, content_hash) each) whose session already
-        holds that memory_id or that content, each with True when it holds the memory_id for other
-        content (the id was reused), False for a duplicate.
+        holds that memory_id or that content, each with (True when it holds the memory_id for other
+        content (the id was reused), else False for a duplicate; the id of the memory holding that
+        content, or None).
 
         One statement per session (one shard's rows when distributed by session, docs/scale-out.md).
         """
-        found: dict[int, bool] = {}
+        found: dict[int, tuple[bool, str | None]] = {}
         for session, places in _by_session(row[0] for row in rows).items():
             hits = await self._run(
                 lambda c, session=session, places=places: c.fetch(
                     "SELECT t.i, EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.memory_id = t.id"
-                    "   AND m.content_hash <> t.hash) AS reused"
+                    "   AND m.content_hash <> t.hash) AS reused,"
+                    " (SELECT m.memory_id::text FROM memories m WHERE m.session = $1 AND m.content_hash = t.hash) AS holder"
                     " FROM unnest($2::uuid[], $3::bytea[]) WITH ORDINALITY AS t(id, hash, i)"
                     " WHERE EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.memory_id = t.id)"
                     " OR EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.content_hash = t.hash)",
                     session, [rows[i][1] for i in places], [rows[i][2] for i in places],
                 )
             )
-            found.update((places[int(hit["i"]) - 1], hit["reused"]) for hit in hits)
+            found.update((places[int(hit["i"]) - 1], (hit["reused"], hit["holder"])) for hit in hits)
         return found
 
     async def import_memories(self, rows: list[ImportRow]) -> list[str]:
