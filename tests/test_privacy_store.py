@@ -81,9 +81,11 @@ async def test_a_recall_query_holding_a_secret_is_audited_redacted(client):
 
 async def test_a_metadata_filter_value_holding_a_secret_is_audited_redacted(client):
     await store(client, "ops", "The deploy runs at noon.")
-    await call(client, "recall_memory", {"session": "ops", "query": "deploy", "metadata": {"key": AWS, "n": 2}})
+    await call(client, "recall_memory", {"session": "ops", "query": "deploy", "metadata": {"key": AWS, "n": 2,
+                                                                                         GITHUB: True}})
     audits = await call(client, "list_audits", {"session": "ops", "kind": "recall"})
-    assert audits["audits"][0]["detail"]["filters"]["metadata"] == {"key": "[redacted: aws-access-key]", "n": 2}
+    assert audits["audits"][0]["detail"]["filters"]["metadata"] == {"key": "[redacted: aws-access-key]", "n": 2,
+                                                                    "[redacted: github-token]": True}
 
 
 async def test_no_field_of_a_recall_audit_holds_the_querys_secret(pg_url, work_dir, fake, empty_tables):

@@ -22,7 +22,7 @@ from mcp_memory.pipeline.rerank import rerank
 from mcp_memory.pipeline.search import search
 from mcp_memory.pipeline.supersede import prefer_current
 from mcp_memory.pipeline.validate import check_session, check_text, check_top_k, parse_occurred_at
-from mcp_memory.privacy.redact import redact
+from mcp_memory.privacy.redact import redact, screen_metadata
 
 __all__ = ["recall", "trace"]
 
@@ -111,8 +111,7 @@ async def recall(
     if ready.settings.privacy.secrets != "keep":
         detail = {**detail, **{field: _redacted(detail[field]) for field in _FREE_TEXT if detail.get(field)}}
         if detail["filters"] and detail["filters"].get("metadata"):
-            metadata = {key: redact(value, "metadata")[0] if isinstance(value, str) else value
-                        for key, value in detail["filters"]["metadata"].items()}
+            metadata = screen_metadata(detail["filters"]["metadata"], "redact")[0]  # keys and values
             detail["filters"] = {**detail["filters"], "metadata": metadata}
     await record(ready.repository, session, "recall", detail)
     return result
