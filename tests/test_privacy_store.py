@@ -306,3 +306,14 @@ async def test_a_merge_by_redact_hands_the_merged_memorys_history_and_keys_to_th
                        " WHERE memory_id = $1::uuid) AS same FROM idempotency_keys", kept)
     assert [(row["m"], row["same"]) for row in keys] == [(kept, True)]
     assert merged not in {row["m"] for row in await _rows(pg_url, "SELECT memory_id::text AS m FROM memories")}
+
+
+async def test_redact_of_a_memory_deleted_meanwhile_rewrites_nothing(deps, empty_tables):
+    """Found by an attack: a memory deleted between redact's read and its rewrite (a delete_memory during
+    the run) made the rewrite insert index rows for a memory that no longer exists: a foreign-key error
+    ended the command with a traceback. It is now skipped."""
+    ready = await deps.ready()
+    vectors = await ready.embedder.embed_batch(["The key is [redacted: aws-access-key]."])
+    gone = "00000000-0000-4000-8000-0000000000bb"
+    assert await ready.repository.replace_text("ops", gone, "The key is [redacted: aws-access-key].", b"\0" * 32, {},
+                                               vectors) == (False, None)

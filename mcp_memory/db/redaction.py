@@ -75,20 +75,26 @@ class RedactionQueries:
             session, audit_id, json.dumps(detail, ensure_ascii=False)))
 
     async def replace_text(self, session: str, memory_id: str, content: str, content_hash: bytes,
-                           metadata: dict[str, Any], embeddings: list[np.ndarray]) -> str | None:
+                           metadata: dict[str, Any], embeddings: list[np.ndarray]) -> tuple[bool, str | None]:
         """Give the memory ``content`` (sha256 ``content_hash``), ``metadata`` and its window vectors
         (window 0 first), and rebuild its keyword, CJK and chunk rows; its idempotency keys now
         name the new content.
 
         Returns:
-            None when it was rewritten; when the session already holds ``content`` under another
-            memory, that memory's id, and this one was deleted instead (two memories that differed
-            only in a secret are one memory once it is gone), after handing that memory what it had
-            superseded and its idempotency keys (``_hand_over``).
+            (False, None) when the session no longer holds the memory (deleted since it was read):
+            nothing was written. (True, None) when it was rewritten. (True, id) when the session
+            already holds ``content`` under another memory: that memory's id, and this one was
+            deleted instead (two memories that differed only in a secret are one memory once it is
+            gone), after handing that memory what it had superseded and its idempotency keys
+            (``_hand_over``).
         """
 
-        async def work(connection: asyncpg.Connection) -> str | None:
+        async def work(connection: asyncpg.Connection) -> tuple[bool, str | None]:
             async with connection.transaction():
+                if await connection.fetchval(  # locked: a delete now waits for this rewrite
+                        "SELECT 1 FROM memories WHERE session = $1 AND memory_id = $2::uuid FOR UPDATE",
+                        session, memory_id) is None:
+                    return False, None
                 other = await connection.fetchval(
                     "SELECT memory_id::text FROM memories WHERE session = $1 AND content_hash = $2"
                     " AND memory_id <> $3::uuid", session, content_hash, memory_id)
@@ -96,7 +102,7 @@ class RedactionQueries:
                     await _hand_over(connection, session, memory_id, other)
                     await connection.execute("DELETE FROM memories WHERE session = $1 AND memory_id = $2::uuid",
                                              session, memory_id)
-                    return other
+                    return True, other
                 await connection.execute(
                     "UPDATE memories SET content = $3, content_hash = $4, metadata = $5::jsonb, embedding = $6"
                     " WHERE session = $1 AND memory_id = $2::uuid",
@@ -123,6 +129,6 @@ class RedactionQueries:
                 await connection.execute(
                     "UPDATE idempotency_keys SET content_hash = $3 WHERE session = $1 AND memory_id = $2::uuid",
                     session, memory_id, content_hash)
-                return None
+                return True, None
 
         return await self._run(work)

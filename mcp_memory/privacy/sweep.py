@@ -98,8 +98,10 @@ async def redact_stored(ready: Ready, scope: SessionScope, dry_run: bool = False
     for memory in found:
         vectors = await ready.embedder.embed_batch(ready.embedder.windows(memory.content))
         content_hash = hashlib.sha256(memory.content.encode()).digest()
-        other = await ready.repository.replace_text(memory.session, memory.memory_id, memory.content, content_hash,
-                                                    memory.metadata, vectors)
+        there, other = await ready.repository.replace_text(memory.session, memory.memory_id, memory.content,
+                                                           content_hash, memory.metadata, vectors)
+        if not there:  # deleted since it was read: nothing left to redact
+            continue
         detail: dict[str, Any] = {"memory_id": memory.memory_id, "source": "command",
                                   "redactions": [r.model_dump() for r in memory.redactions]}
         if other is None:
