@@ -123,7 +123,7 @@ _ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 def _scrubbed(value: Any) -> Any:
     """``value`` (an audit detail, or a part of it) with every string's secrets redacted."""
     if isinstance(value, str):
-        return value if _ID.fullmatch(value) else redact(value, "audit")[0]
+        return value if len(value) < 8 or _ID.fullmatch(value) else redact(value, "audit")[0]  # too short to hold one
     if isinstance(value, dict):
         return {key: _scrubbed(item) for key, item in value.items()}
     if isinstance(value, list):
