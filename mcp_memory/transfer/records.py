@@ -117,8 +117,8 @@ def _deleted(value: dict[str, Any], limits: LimitSettings, session: str | None, 
         if value.get(field) is None:
             raise InvalidInput(field, "is missing")
     memory_id = check_memory_id(_text(value["memory_id"], "memory_id"))
-    target = prefix + (session if session is not None else check_session(_text(value["session"], "session"), limits))
-    return Deleted(target, memory_id, _keys(value.get("idempotency_keys"), deleted=True))
+    target = prefix + (session if session is not None else _text(value["session"], "session"))
+    return Deleted(check_session(target, limits), memory_id, _keys(value.get("idempotency_keys"), deleted=True))
 
 
 def parse_record(value: Any, limits: LimitSettings, session: str | None, prefix: str,
