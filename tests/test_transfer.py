@@ -370,3 +370,26 @@ async def test_an_import_whose_successor_is_already_stored_under_another_id_keep
     out = tmp_path / "out.jsonl"
     await _run(work_dir, fresh_db, "export", "--all", "-o", str(out))
     assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {ids["old"]: there, there: None}
+
+
+async def test_a_link_to_a_line_skipped_for_reusing_an_id_is_not_restored(client, pg_url, work_dir, tmp_path):
+    """Found by an attack: the successor's line was skipped (its id names other content here), yet the
+    link to that id was restored, so the file's memory was marked superseded by an unrelated memory."""
+    held = await store(client, "team:a", "Bob likes tea.", occurred_at="2024-01-05")
+    older = "00000000-0000-4000-8000-0000000000cc"
+    path = tmp_path / "crafted.jsonl"
+    path.write_text("\n".join([
+        json.dumps({"format": "mcp-memory", "version": 1}),
+        json.dumps({"memory_id": older, "session": "team:a", "content": "The office is in Lyon.",
+                    "occurred_at": "2024-01-01", "superseded_by": held,
+                    "superseded_at": "2024-02-01T00:00:00+00:00", "superseded_source": "explicit"}),
+        json.dumps({"memory_id": held, "session": "team:a", "content": "The office moved to Paris.",
+                    "occurred_at": "2024-06-01"}),
+    ]) + "\n")
+    for dry_run in (["--dry-run"], []):
+        summary = _summary(await _run(work_dir, pg_url, "import", str(path), *dry_run))
+        assert [r["line"] for r in summary["rejected"]] == [3]
+        assert (summary["stored"], summary["supersessions"]) == (1, 0)
+    out = tmp_path / "out.jsonl"
+    await _run(work_dir, pg_url, "export", "--session", "team:a", "-o", str(out))
+    assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {held: None, older: None}

@@ -70,10 +70,12 @@ class _Rate(ProgressColumn):
 
 
 async def _flush(ready: Ready, batch: list[tuple[int | str, Record]], summary: ImportSummary,
-                 report: Callable[[int | str, str], None], aliases: dict[tuple[str, str], str]) -> list[tuple[str, str]]:
+                 report: Callable[[int | str, str], None],
+                 aliases: dict[tuple[str, str], str | None]) -> list[tuple[str, str]]:
     """Store one batch: skip what the database holds already, refuse an id reused for other content,
     embed the rest in one call, insert. A memory skipped because its content is stored under another
-    id gets that id in ``aliases`` ((session, its id) -> the stored id), for its supersession links.
+    id gets that id in ``aliases`` ((session, its id) -> the stored id), for its supersession links;
+    a line refused for reusing an id gets None there (no link may name that id for it).
 
     Returns:
         With ``dry_run``, (session, memory_id) of each memory that would be stored; else nothing.
@@ -94,6 +96,8 @@ async def _flush(ready: Ready, batch: list[tuple[int | str, Record]], summary: I
             held = f"line {first[1]}" if first is not None else "an earlier line or import"
             report(where, f"memory_id: {row.memory_id} is the id of other content in session {row.session!r} "
                    f"({held}); an id names one memory, so this line is skipped")
+            if first is None:  # the id is the database's: a link to it would name that other memory
+                aliases[(row.session, row.memory_id)] = None
         elif i in known or first is not None or same_text is not None:  # the same memory again
             summary.duplicates += 1
             stored_as = holder or same_text
@@ -127,11 +131,14 @@ async def _flush(ready: Ready, batch: list[tuple[int | str, Record]], summary: I
     return []
 
 
-def _aliased(link: Link, aliases: dict[tuple[str, str], str]) -> Link:
+def _aliased(link: Link, aliases: dict[tuple[str, str], str | None]) -> Link | None:
     """``link`` between the ids its two memories are stored under (a memory skipped as a duplicate of
-    content stored under another id is that memory)."""
-    return replace(link, memory_id=aliases.get((link.session, link.memory_id), link.memory_id),
-                   superseded_by=aliases.get((link.session, link.superseded_by), link.superseded_by))
+    content stored under another id is that memory); None when its successor's id names another memory."""
+    successor = aliases.get((link.session, link.superseded_by), link.superseded_by)
+    if successor is None:
+        return None
+    return replace(link, memory_id=aliases.get((link.session, link.memory_id), link.memory_id) or link.memory_id,
+                   superseded_by=successor)
 
 
 def _looped(links: list[tuple[int | str, Link]]) -> set[int]:
@@ -184,7 +191,8 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
     summary = ImportSummary(dry_run=dry_run)
     links: list[tuple[int | str, Link]] = []
     deleted_keys: list[tuple[str, str, dict[str, Any]]] = []  # (session, memory_id, key) of deleted memories
-    aliases: dict[tuple[str, str], str] = {}  # (session, id in the file) -> id its content is stored under
+    aliases: dict[tuple[str, str], str | None] = {}  # (session, id in the file) -> id its content is stored
+    # under, or None when the id is another memory's
     total, entries = read_entries(path, fmt, session)
     planned: list[tuple[str, str]] = []  # with dry_run: the memories that would be stored
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), _Rate(),
@@ -221,8 +229,8 @@ async def import_file(ready: Ready, path: Path, session: str | None = None, pref
         if batch:
             planned += await _flush(ready, batch, summary, report, aliases)
         skipped = {where for where, _ in summary.rejected}  # a line skipped whole restores no link either
-        links = [(where, _aliased(link, aliases)) for where, link in links if where not in skipped]
-        links = [(where, link) for where, link in links if link.memory_id != link.superseded_by]
+        aliased = [(where, _aliased(link, aliases)) for where, link in links if where not in skipped]
+        links = [(where, link) for where, link in aliased if link is not None and link.memory_id != link.superseded_by]
         looped = _looped(links)
         for place in sorted(looped):
             report(links[place][0], "superseded_by: the file's supersession links go round in a cycle (each memory "
