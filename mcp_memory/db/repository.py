@@ -216,7 +216,8 @@ class Repository(
                     "SELECT pg_advisory_xact_lock(hashtextextended('mcp-memory/supersede:' || $1, 0))", session)
                 relinked = await connection.fetch(
                     "UPDATE memory_supersessions p SET superseded_by = s.superseded_by FROM memory_supersessions s"
-                    " WHERE s.session = $1 AND s.memory_id = $2::uuid AND p.session = $1 AND p.superseded_by = $2::uuid"
+                    " WHERE s.session = $1 AND s.memory_id = $2::uuid AND p.session = s.session"
+                    " AND p.superseded_by = $2::uuid"
                     " RETURNING p.memory_id::text, p.superseded_by::text",
                     session, memory_id,
                 )
