@@ -176,10 +176,12 @@ def build_tools(settings: Settings, deps: Deps, gate: Gate) -> list[Callable[...
         if memory_id is None:
             raise InvalidInput("memory_id", "is required unless all=true")
         canonical = check_memory_id(memory_id)
-        deleted, current_again = await ready.repository.delete(session, canonical)
+        deleted, current_again, superseded_now_by = await ready.repository.delete(session, canonical)
         detail: dict[str, Any] = {"memory_id": canonical, "deleted": deleted, "by": caller.name}
         if current_again:  # the memories it had superseded
             detail["current_again"] = current_again
+        if superseded_now_by:  # ... or, when it was superseded itself, now superseded by its successor
+            detail["superseded_now_by"] = superseded_now_by
         await record(ready.repository, session, "delete", detail)
         return DeleteResult(deleted=deleted, count=int(deleted))
 

@@ -190,3 +190,36 @@ def test_the_words_of_a_long_chinese_memory_are_read_in_linear_time():
     long = min(seconds(text) for _ in range(3))
     assert long < 30 * short
     assert _content("write to alice.smith+work@example.co.uk") == {"write", "alice.smith+work@example.co.uk"}
+
+
+def test_the_rules_word_caches_stay_within_their_budget_for_long_memories():
+    """Found by an attack: the caches of the words of each text the update rules read held 4,096 texts
+    whatever their length, about 1 MB each for a 32,000-character memory, so a caller who stored long
+    memories that recall compared could grow the server by gigabytes. They are now bounded by the
+    characters of the texts they hold."""
+    import random
+    import string
+    import tracemalloc
+
+    from mcp_memory.pipeline.subject_updates import subject_pairs
+
+    rnd = random.Random(7)
+    head = "Alice moved from Berlin to Lisbon for a new role at the clinic. "
+
+    def long_text() -> str:
+        return head + " ".join("".join(rnd.choices(string.ascii_lowercase, k=rnd.randint(3, 9))) for _ in range(5000))
+
+    texts = [long_text()[:32_000] for _ in range(121)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for older, newer in zip(texts, texts[1:], strict=False):
+            is_update(older, newer, 1.0)
+        pool = [Candidate(memory_id=str(i), content=text, occurred_at=T0 + timedelta(days=i), metadata={},
+                          importance=None) for i, text in enumerate(texts)]
+        for start in range(0, len(pool), 10):
+            subject_pairs("Where does Alice live now?", pool[start:start + 10])
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 64 * 2**20, f"{grown / 2**20:.0f} MiB held after 120 long texts"

@@ -64,7 +64,8 @@ async def test_a_knowledge_graph_becomes_a_memory_per_observation_and_relation_w
         fresh_db, work_dir, tmp_path):
     path = _graph(tmp_path)
     summary = await _import(work_dir, fresh_db, str(path), "--session", "kg")
-    assert summary == {"stored": 5, "duplicates": 0, "supersessions": 0, "redacted": 0, "rejected": [], "dry_run": False}
+    assert summary == {"stored": 5, "duplicates": 0, "supersessions": 0, "redacted": 0, "deleted_keys": 0, "rejected": [],
+                       "dry_run": False}
     found = await _exported(work_dir, fresh_db)
     assert {content: (session, m["metadata"], m["occurred_at"]) for (session, content), m in found.items()} == {
         content: ("kg", metadata, "2024-06-01T00:00:00+00:00") for content, metadata in KG_MEMORIES.items()}
@@ -123,7 +124,8 @@ async def test_mem0_memories_keep_their_ids_user_ids_as_sessions_and_created_at_
         fresh_db, work_dir):
     path = FIXTURES / "mem0" / "get_all.json"
     summary = await _import(work_dir, fresh_db, str(path))
-    assert summary == {"stored": 3, "duplicates": 0, "supersessions": 0, "redacted": 0, "rejected": [], "dry_run": False}
+    assert summary == {"stored": 3, "duplicates": 0, "supersessions": 0, "redacted": 0, "deleted_keys": 0, "rejected": [],
+                       "dry_run": False}
     found = await _exported(work_dir, fresh_db)
     trip = found[("sam", "Is planning a trip to Oslo in June")]
     assert trip["memory_id"] == "5d0c7a52-91e4-4f0b-8a3e-2c6f1b7d9e40"

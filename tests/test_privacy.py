@@ -124,6 +124,22 @@ def test_metadata_strings_are_screened_at_any_depth_and_named_by_their_path():
     assert [(r.field, r.kind) for r in redactions] == [("metadata.auth.tokens.1", "aws-access-key")]
 
 
+def test_a_metadata_key_holding_a_secret_is_redacted_too_and_two_such_keys_stay_apart():
+    """Found by an attack: keys were left as they were, so {"AKIA...": "ci"} stored the key in clear
+    (docs/privacy.md: every string of metadata). Two keys that redact alike keep both values."""
+    metadata = {"AKIAIOSFODNN7EXAMPLE": "ci", "nested": {"AKIAI44QH8DHBEXAMPLE": 1, "AKIAIOSFODNN7EXAMPLE": 2}}
+    screened, redactions = screen_metadata(metadata, "redact")
+    assert screened == {"[redacted: aws-access-key]": "ci",
+                        "nested": {"[redacted: aws-access-key]": 1, "[redacted: aws-access-key] #2": 2}}
+    assert [(r.field, r.kind, r.start, r.end) for r in redactions] == [
+        ("metadata.[redacted: aws-access-key] (key)", "aws-access-key", 0, 20),
+        ("metadata.nested.[redacted: aws-access-key] (key)", "aws-access-key", 0, 20),
+        ("metadata.nested.[redacted: aws-access-key] #2 (key)", "aws-access-key", 0, 20)]
+    assert "AKIA" not in repr((screened, redactions))
+    with pytest.raises(InvalidInput, match=r"^metadata\.\[redacted: aws-access-key\] \(key\): holds a secret"):
+        screen_metadata({"AKIAIOSFODNN7EXAMPLE": "ci"}, "refuse")
+
+
 PROSE = [
     "Order #A7F3-9921-XK shipped on 2024-03-02; invoice INV-2024-000381, tracking 1Z999AA10123456784.",
     "The request id was 3f2b8c1e-9d4a-4e6b-8f7a-1c2d3e4f5a6b and the trace 4bf92f3577b34da6a3ce929d0e0e4736.",

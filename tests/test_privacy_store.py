@@ -81,9 +81,35 @@ async def test_a_recall_query_holding_a_secret_is_audited_redacted(client):
 
 async def test_a_metadata_filter_value_holding_a_secret_is_audited_redacted(client):
     await store(client, "ops", "The deploy runs at noon.")
-    await call(client, "recall_memory", {"session": "ops", "query": "deploy", "metadata": {"key": AWS, "n": 2}})
+    await call(client, "recall_memory", {"session": "ops", "query": "deploy", "metadata": {"key": AWS, "n": 2,
+                                                                                         GITHUB: True}})
     audits = await call(client, "list_audits", {"session": "ops", "kind": "recall"})
-    assert audits["audits"][0]["detail"]["filters"]["metadata"] == {"key": "[redacted: aws-access-key]", "n": 2}
+    assert audits["audits"][0]["detail"]["filters"]["metadata"] == {"key": "[redacted: aws-access-key]", "n": 2,
+                                                                    "[redacted: github-token]": True}
+
+
+async def test_no_field_of_a_recall_audit_holds_the_querys_secret(pg_url, work_dir, fake, empty_tables):
+    """Found by an attack: the query and planned queries were redacted in the audit row, but the answer
+    (a model that repeats the question's key) and the planner's note quoting its unusable time window
+    kept the secret in clear."""
+    llm = {"base_url": fake.base_url, "api_key": "k", "plan_model": "fake-plan", "answer_model": "fake-answer",
+           "timeout_s": 5.0, "max_retries": 0}
+    async with served(make_settings(pg_url, work_dir, llm=llm)) as client:
+        await store(client, "ops", "The deploy bot owns the CI key.")
+        question = f"who used {AWS} yesterday?"
+        fake.script_chat(
+            ChatReply(content=json.dumps({"queries": [f"owner of {AWS}"], "time_window": {"start": AWS, "end": AWS}})),
+            ChatReply(content=json.dumps({"answer": f"The deploy bot uses {AWS}.", "answerable": True,
+                                          "memory_ids": ["1"]})),
+        )
+        answered = await call(client, "recall_memory", {"session": "ops", "query": question})
+        assert answered["answer"] == f"The deploy bot uses {AWS}."  # the caller's own reply is not rewritten
+        audits = await call(client, "list_audits", {"session": "ops", "kind": "recall"})
+        detail = audits["audits"][0]["detail"]
+        assert detail["answer"] == "The deploy bot uses [redacted: aws-access-key]."
+        assert any("[redacted: aws-access-key]" in note for note in detail["plan_notes"]), detail["plan_notes"]
+        assert AWS not in json.dumps(detail)
+    assert AWS not in await _stored_text(pg_url)
 
 
 async def test_the_keyword_index_and_the_vectors_hold_the_redacted_text(client, deps, pg_url):
@@ -205,11 +231,11 @@ async def test_doctor_counts_stored_secrets_and_redact_replaces_them_in_place(pg
     assert check["detail"].startswith("2 of 4 stored memories hold a detectable secret ('dev': 1, 'ops': 1)")
     assert AWS not in json.dumps(doctor)
     dry = json.loads((await _cli(work_dir, pg_url, "redact", "--session", "ops", "--dry-run")).stdout)
-    assert dry == {"scanned": 2, "redacted": 1, "merged": 0, "sessions": {"ops": 1}, "dry_run": True}
+    assert dry == {"scanned": 2, "redacted": 1, "merged": 0, "sessions": {"ops": 1}, "audits": 0, "dry_run": True}
     assert long_said in await _stored_text(pg_url)
     chunks = (await _rows(pg_url, "SELECT count(*) AS n FROM memory_chunks"))[0]["n"]
     done = json.loads((await _cli(work_dir, pg_url, "redact", "--session", "ops")).stdout)
-    assert done == {"scanned": 2, "redacted": 1, "merged": 0, "sessions": {"ops": 1}, "dry_run": False}
+    assert done == {"scanned": 2, "redacted": 1, "merged": 0, "sessions": {"ops": 1}, "audits": 0, "dry_run": False}
     [row] = await _rows(pg_url, "SELECT content FROM memories WHERE memory_id = $1::uuid", kept)
     assert row["content"].startswith(REDACTED)
     assert (await _rows(pg_url, "SELECT count(*) AS n FROM memory_chunks"))[0]["n"] == chunks > 0
@@ -227,6 +253,28 @@ async def test_doctor_counts_stored_secrets_and_redact_replaces_them_in_place(pg
         "ok", "none of the 4 stored memories holds a detectable secret (privacy.secrets = 'redact')")
 
 
+async def test_redact_also_replaces_the_secrets_that_audit_rows_kept(pg_url, work_dir, empty_tables):
+    """Found by an attack: under keep a recall's audit row holds its query as asked; `redact` rewrote
+    the memories only, so after `redact --all` the key was still in the database, in list_audits and
+    on the page."""
+    async with served(make_settings(pg_url, work_dir, privacy={"secrets": "keep"})) as keeping:
+        await store(keeping, "ops", "The deploy runs at noon.")
+        await call(keeping, "recall_memory", {"session": "ops", "query": f"does the deploy use {AWS}?"})
+        await call(keeping, "recall_memory", {"session": "ops", "query": "deploy", "metadata": {"key": GITHUB}})
+    assert AWS in await _stored_text(pg_url)
+    dry = json.loads((await _cli(work_dir, pg_url, "redact", "--all", "--dry-run")).stdout)
+    assert (dry["redacted"], dry["audits"]) == (0, 2) and AWS in await _stored_text(pg_url)
+    done = json.loads((await _cli(work_dir, pg_url, "redact", "--all")).stdout)
+    assert (done["redacted"], done["audits"]) == (0, 2)
+    stored = await _stored_text(pg_url)
+    assert AWS not in stored and GITHUB not in stored
+    asked, filtered = [json.loads(row["detail"]) for row in await _rows(
+        pg_url, "SELECT detail FROM audits WHERE session = 'ops' AND kind = 'recall' ORDER BY audit_id")]
+    assert asked["query"] == "does the deploy use [redacted: aws-access-key]?"
+    assert asked["fused"] and all(len(item["memory_id"]) == 36 for item in asked["fused"])
+    assert filtered["filters"]["metadata"] == {"key": "[redacted: github-token]"}
+
+
 async def test_redact_merges_two_memories_that_differed_only_in_their_secret(pg_url, work_dir, empty_tables):
     async with served(make_settings(pg_url, work_dir, privacy={"secrets": "keep"})) as keeping:
         await store(keeping, "ops", f"The key is {AWS}.")
@@ -235,3 +283,37 @@ async def test_redact_merges_two_memories_that_differed_only_in_their_secret(pg_
     assert (done["redacted"], done["merged"]) == (1, 1)
     assert [row["content"] for row in await _rows(pg_url, "SELECT content FROM memories")] == [
         "The key is [redacted: aws-access-key]."]
+
+
+async def test_a_merge_by_redact_hands_the_merged_memorys_history_and_keys_to_the_memory_it_merged_into(
+        pg_url, work_dir, empty_tables):
+    """Found by an attack: the merged memory was deleted as delete_memory deletes, so the memory it had
+    superseded was current again (Berlin beside Lisbon), and its idempotency key named a memory that no
+    longer exists (a retry was told the user had deleted it)."""
+    other_token = "ghp_EXAMPLE9876543210zyxwvutsrqponmlkjih"
+    async with served(make_settings(pg_url, work_dir, privacy={"secrets": "keep"})) as keeping:
+        berlin = await store(keeping, "ops", "Alice lives in Berlin.", occurred_at="2023-01-01")
+        kept = await store(keeping, "ops", f"Alice moved to Lisbon; the door bot token is {GITHUB}.",
+                           occurred_at="2024-01-01")
+        merged = (await call(keeping, "store_memory", {
+            "session": "ops", "content": f"Alice moved to Lisbon; the door bot token is {other_token}.",
+            "occurred_at": "2024-02-01", "supersedes": [berlin], "idempotency_key": "lisbon-2"}))["memory_id"]
+    done = json.loads((await _cli(work_dir, pg_url, "redact", "--all")).stdout)
+    assert (done["redacted"], done["merged"]) == (1, 1)
+    links = await _rows(pg_url, "SELECT memory_id::text AS m, superseded_by::text AS s FROM memory_supersessions")
+    assert [(row["m"], row["s"]) for row in links] == [(berlin, kept)]
+    keys = await _rows(pg_url, "SELECT memory_id::text AS m, content_hash = (SELECT content_hash FROM memories"
+                       " WHERE memory_id = $1::uuid) AS same FROM idempotency_keys", kept)
+    assert [(row["m"], row["same"]) for row in keys] == [(kept, True)]
+    assert merged not in {row["m"] for row in await _rows(pg_url, "SELECT memory_id::text AS m FROM memories")}
+
+
+async def test_redact_of_a_memory_deleted_meanwhile_rewrites_nothing(deps, empty_tables):
+    """Found by an attack: a memory deleted between redact's read and its rewrite (a delete_memory during
+    the run) made the rewrite insert index rows for a memory that no longer exists: a foreign-key error
+    ended the command with a traceback. It is now skipped."""
+    ready = await deps.ready()
+    vectors = await ready.embedder.embed_batch(["The key is [redacted: aws-access-key]."])
+    gone = "00000000-0000-4000-8000-0000000000bb"
+    assert await ready.repository.replace_text("ops", gone, "The key is [redacted: aws-access-key].", b"\0" * 32, {},
+                                               vectors) == (False, None)

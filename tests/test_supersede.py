@@ -311,6 +311,21 @@ async def test_deleting_the_successor_makes_the_old_memory_current_again(client,
     assert audit == {"memory_id": lisbon, "deleted": True, "by": "stdio", "current_again": [berlin]}
 
 
+async def test_deleting_the_middle_of_a_chain_leaves_its_history_superseded_by_the_newest(client, pg_url):
+    """Found by an attack: Berlin -> Lisbon -> Porto, then Lisbon deleted, made Berlin current again
+    beside Porto, though Porto had replaced the whole chain. Berlin is now superseded by Porto."""
+    berlin, _, lisbon = await _alice(client)
+    porto = (await call(client, "store_memory", {"session": "s-alice", "content": "Alice moved on to Porto in 2026.",
+                                                 "occurred_at": "2026-01-01", "supersedes": [lisbon]}))["memory_id"]
+
+    await call(client, "delete_memory", {"session": "s-alice", "memory_id": lisbon})
+
+    assert await _rows(pg_url) == [("s-alice", berlin, porto)]
+    assert all(m["memory_id"] != berlin for m in await _recall(client, "s-alice", "Where does Alice live?"))
+    audit = (await call(client, "list_audits", {"session": "s-alice", "kind": "delete"}))["audits"][0]["detail"]
+    assert audit == {"memory_id": lisbon, "deleted": True, "by": "stdio", "superseded_now_by": {berlin: porto}}
+
+
 async def test_deleting_the_old_memory_removes_its_mark_and_keeps_the_successor(client, pg_url):
     berlin, _, lisbon = await _alice(client)
 
@@ -463,7 +478,9 @@ async def test_a_chain_longer_than_32_links_still_leads_recall_to_its_current_en
         assert found[0]["superseded_by"] is None
 
 
-async def test_deleting_the_middle_of_a_long_chain_makes_its_first_half_end_at_the_link_before(client):
+async def test_deleting_the_middle_of_a_long_chain_joins_its_halves(client):
+    """The first half ended at the link before the deleted memory, which was current again beside the
+    chain's real end; now it is superseded by the link after, and the chain has one current end."""
     previous: list[str] = []
     for number in range(60):
         stored = await call(client, "store_memory", {
@@ -475,8 +492,8 @@ async def test_deleting_the_middle_of_a_long_chain_makes_its_first_half_end_at_t
     found = await _recall(client, "s-split", "is the build server's address 10.0.0.2?", top_k=60)
 
     current = [memory["memory_id"] for memory in found if memory["superseded_by"] is None]
-    assert sorted(current) == sorted([previous[29], previous[59]])
-    assert found[0]["memory_id"] in current
+    assert current == [previous[59]] and found[0]["memory_id"] == previous[59]
+    assert {m["memory_id"]: m["superseded_by"] for m in found}.get(previous[29]) in (None, previous[31])
 
 
 def test_rank_keeps_one_old_version_per_successor_for_a_present_question():

@@ -13,7 +13,8 @@ import anyio
 import pytest
 
 from processes import MCP_MEMORY, fresh_db, server_env  # noqa: F401 - fresh_db is a fixture
-from tools import call, store
+from conftest import make_settings
+from tools import call, served, store
 
 pytestmark = [pytest.mark.anyio, pytest.mark.backends("single", "citus")]
 
@@ -103,7 +104,8 @@ async def test_export_import_into_an_empty_database_and_export_again_gives_the_s
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
     await _run(work_dir, pg_url, "export", "--all", "-o", str(first))
     imported = _summary(await _run(work_dir, fresh_db, "import", str(first)))
-    assert imported == {"stored": 4, "duplicates": 0, "supersessions": 1, "redacted": 0, "rejected": [], "dry_run": False}
+    assert imported == {"stored": 4, "duplicates": 0, "supersessions": 1, "redacted": 0, "deleted_keys": 0, "rejected": [],
+                        "dry_run": False}
     await _run(work_dir, fresh_db, "export", "--all", "-o", str(second))
     (header_a, memories_a), (header_b, memories_b) = _lines(first), _lines(second)
     assert _without_export_time(header_a) == _without_export_time(header_b)
@@ -301,3 +303,93 @@ async def test_supersession_links_that_go_round_in_a_cycle_are_bad_lines_and_non
     out = tmp_path / "out.jsonl"
     await _run(work_dir, fresh_db, "export", "--all", "-o", str(out))
     assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {a: None, b: None, c: None, d: e, e: None}
+
+
+async def test_a_line_skipped_for_reusing_an_id_marks_no_memory_superseded(client, pg_url, work_dir, tmp_path):
+    """Found by an attack: a line whose memory_id is the id of other content was reported skipped, yet
+    its superseded_by was restored on the memory that already held the id, hiding it from recall."""
+    held = await store(client, "team:a", "The office is in Lyon.", occurred_at="2024-01-05")
+    successor = "00000000-0000-4000-8000-0000000000aa"
+    path = tmp_path / "crafted.jsonl"
+    path.write_text("\n".join([
+        json.dumps({"format": "mcp-memory", "version": 1}),
+        json.dumps({"memory_id": held, "session": "team:a", "content": "Something else entirely.",
+                    "occurred_at": "2024-01-01", "superseded_by": successor,
+                    "superseded_at": "2024-02-01T00:00:00+00:00", "superseded_source": "explicit"}),
+        json.dumps({"memory_id": successor, "session": "team:a", "content": "The office moved to Paris.",
+                    "occurred_at": "2024-06-01"}),
+    ]) + "\n")
+    for dry_run in (["--dry-run"], []):
+        summary = _summary(await _run(work_dir, pg_url, "import", str(path), *dry_run))
+        assert [r["line"] for r in summary["rejected"]] == [2]
+        assert (summary["stored"], summary["supersessions"]) == (1, 0)
+    out = tmp_path / "out.jsonl"
+    await _run(work_dir, pg_url, "export", "--session", "team:a", "-o", str(out))
+    assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {held: None, successor: None}
+
+
+
+async def test_a_deleted_memorys_idempotency_key_survives_export_and_import(
+        client, pg_url, fresh_db, work_dir, tmp_path):
+    """Found by an attack: the key of a deleted memory was not exported, so after an import a late
+    retry with it stored the deleted memory again (before, it is an error: docs/tools.md)."""
+    gone = await store(client, "team:a", "A memory the user deleted.", idempotency_key="late-1")
+    await store(client, "team:a", "A memory that stays.")
+    await call(client, "delete_memory", {"session": "team:a", "memory_id": gone})
+    path = tmp_path / "all.jsonl"
+    await _run(work_dir, pg_url, "export", "--all", "-o", str(path))
+    for dry_run in (["--dry-run"], []):
+        summary = _summary(await _run(work_dir, fresh_db, "import", str(path), *dry_run))
+        assert (summary["stored"], summary["deleted_keys"], summary["rejected"]) == (1, 1, [])
+    again = tmp_path / "again.jsonl"
+    await _run(work_dir, fresh_db, "export", "--all", "-o", str(again))
+    assert _lines(again)[1] == _lines(path)[1]
+    assert _lines(path)[1][-1]["deleted"] is True
+    settings = make_settings(fresh_db, work_dir)
+    async with served(settings) as imported:
+        retry = await imported.call_tool("store_memory", {"session": "team:a", "content": "A memory the user deleted.",
+                                                          "idempotency_key": "late-1"})
+        assert retry.is_error and "was deleted" in retry.content[0].text, retry.content[0].text
+        again = await imported.call_tool("recall_memory", {"session": "team:a", "query": "memory the user deleted"})
+        assert all(m["content"] != "A memory the user deleted." for m in again.structured_content["memories"])
+
+
+async def test_an_import_whose_successor_is_already_stored_under_another_id_keeps_the_link(
+        client, pg_url, fresh_db, work_dir, tmp_path):
+    """Found by an attack: importing an export into a database that already held the newer fact (stored
+    there under its own id) skipped that memory as a duplicate and dropped the link to it, so the fact
+    it had replaced was imported as current."""
+    ids = await _store_sample(client)
+    path = tmp_path / "team.jsonl"
+    await _run(work_dir, pg_url, "export", "--session", "team:a", "-o", str(path))
+    async with served(make_settings(fresh_db, work_dir)) as target:
+        there = await store(target, "team:a", "The office moved to Paris.", occurred_at="2024-06-01")
+    for dry_run in (["--dry-run"], []):
+        summary = _summary(await _run(work_dir, fresh_db, "import", str(path), *dry_run))
+        assert (summary["stored"], summary["duplicates"], summary["supersessions"]) == (1, 1, 1)
+    out = tmp_path / "out.jsonl"
+    await _run(work_dir, fresh_db, "export", "--all", "-o", str(out))
+    assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {ids["old"]: there, there: None}
+
+
+async def test_a_link_to_a_line_skipped_for_reusing_an_id_is_not_restored(client, pg_url, work_dir, tmp_path):
+    """Found by an attack: the successor's line was skipped (its id names other content here), yet the
+    link to that id was restored, so the file's memory was marked superseded by an unrelated memory."""
+    held = await store(client, "team:a", "Bob likes tea.", occurred_at="2024-01-05")
+    older = "00000000-0000-4000-8000-0000000000cc"
+    path = tmp_path / "crafted.jsonl"
+    path.write_text("\n".join([
+        json.dumps({"format": "mcp-memory", "version": 1}),
+        json.dumps({"memory_id": older, "session": "team:a", "content": "The office is in Lyon.",
+                    "occurred_at": "2024-01-01", "superseded_by": held,
+                    "superseded_at": "2024-02-01T00:00:00+00:00", "superseded_source": "explicit"}),
+        json.dumps({"memory_id": held, "session": "team:a", "content": "The office moved to Paris.",
+                    "occurred_at": "2024-06-01"}),
+    ]) + "\n")
+    for dry_run in (["--dry-run"], []):
+        summary = _summary(await _run(work_dir, pg_url, "import", str(path), *dry_run))
+        assert [r["line"] for r in summary["rejected"]] == [3]
+        assert (summary["stored"], summary["supersessions"]) == (1, 0)
+    out = tmp_path / "out.jsonl"
+    await _run(work_dir, pg_url, "export", "--session", "team:a", "-o", str(out))
+    assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {held: None, older: None}

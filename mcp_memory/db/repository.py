@@ -198,15 +198,29 @@ class Repository(
         )
         return {str(row["memory_id"]): candidate(row) for row in rows}
 
-    async def delete(self, session: str, memory_id: str) -> tuple[bool, list[str]]:
+    async def delete(self, session: str, memory_id: str) -> tuple[bool, list[str], dict[str, str]]:
         """Delete one memory (its chunks and supersession rows go with it).
 
+        A memory in the middle of a chain (A superseded by it, it by C) hands its predecessors to
+        its successor first (A superseded by C): C replaced the whole chain, so A must not become
+        current again. Only a current memory's predecessors become current.
+
         Returns:
-            (deleted, current_again): False when the session has no such memory; the memories it
-            had superseded, which are current again.
+            (deleted, current_again, superseded_now_by): False when the session has no such memory;
+            the memories it had superseded that are current again; those now superseded by its
+            successor instead (memory_id -> successor).
         """
-        async def work(connection: asyncpg.Connection) -> asyncpg.Record:
+        async def work(connection: asyncpg.Connection) -> tuple[asyncpg.Record, list[asyncpg.Record]]:
             async with connection.transaction():
+                await connection.execute(  # the lock of supersessions.mark: no mark races the relink
+                    "SELECT pg_advisory_xact_lock(hashtextextended('mcp-memory/supersede:' || $1, 0))", session)
+                relinked = await connection.fetch(
+                    "UPDATE memory_supersessions p SET superseded_by = s.superseded_by FROM memory_supersessions s"
+                    " WHERE s.session = $1 AND s.memory_id = $2::uuid AND p.session = s.session"
+                    " AND p.superseded_by = $2::uuid"
+                    " RETURNING p.memory_id::text, p.superseded_by::text",
+                    session, memory_id,
+                )
                 row = await connection.fetchrow(
                     "WITH gone AS (DELETE FROM memories WHERE session = $1 AND memory_id = $2::uuid"
                     "  RETURNING length(search_text) AS length)"
@@ -217,10 +231,12 @@ class Repository(
                     memory_id,
                 )
                 await postings.removed(connection, session, row["deleted"], row["length"])
-                return row
+                return row, relinked
 
-        row = await self._run(work)
-        return row["deleted"] > 0, list(row["current_again"])
+        row, relinked = await self._run(work)
+        if row["deleted"] == 0:  # no such memory: nothing was relinked either (the rows named it)
+            return False, [], {}
+        return True, list(row["current_again"]), {r["memory_id"]: r["superseded_by"] for r in sorted(relinked)}
 
     async def delete_session(self, session: str) -> int:
         """Delete every memory of ``session`` and its idempotency keys; returns how many memories.

@@ -44,6 +44,16 @@ _EXPORT = (
     f" WHERE {_in_scope('m.session')}"
     " ORDER BY m.session, m.occurred_at, m.created_at, m.memory_id"
 )
+# The idempotency keys whose memory was deleted (they outlive it: a late retry is an error, never a re-store).
+_DELETED_KEYS = (
+    "SELECT k.session, k.memory_id::text AS memory_id, jsonb_agg(jsonb_build_object('key', k.idempotency_key,"
+    " 'request_hash', encode(k.request_hash, 'hex'), 'content_hash', encode(k.content_hash, 'hex'),"
+    " 'superseded', k.superseded::text[], 'created_at', k.created_at) ORDER BY k.idempotency_key)::text AS keys"
+    " FROM idempotency_keys k"
+    f" WHERE {_in_scope('k.session')}"
+    " AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.session = k.session AND m.memory_id = k.memory_id)"
+    " GROUP BY k.session, k.memory_id ORDER BY k.session, k.memory_id"
+)
 _CURSOR_PREFETCH = 500  # rows per round trip of the cursor
 
 
@@ -75,14 +85,16 @@ class TransferQueries:
     _model: str
     _run: Callable[[Callable[[asyncpg.Connection], Awaitable[Any]]], Awaitable[Any]]
 
-    async def export_memories(self, scope: SessionScope) -> AsyncIterator[dict[str, Any]]:
+    async def export_memories(self, scope: SessionScope, deleted: bool = False) -> AsyncIterator[dict[str, Any]]:
         """Every memory of the sessions of ``scope`` in storage order, one dict each, read through a
         server-side cursor in one transaction (a consistent snapshot).
 
         Yields:
             ``session, memory_id, content, occurred_at, created_at`` (datetimes), ``metadata``
             (dict), ``importance``, ``superseded_by``/``superseded_at``/``superseded_source``
-            (None when current) and ``idempotency_keys`` (list).
+            (None when current) and ``idempotency_keys`` (list). With ``deleted``, then (same
+            snapshot) one ``{"deleted": True, session, memory_id, idempotency_keys}`` per deleted
+            memory whose keys remain, each key with its ``content_hash`` (hex).
 
         Not bounded by ``statement_timeout_ms``: a big export is one long transaction by design.
         A dropped connection raises (no retry: the rows already written would repeat).
@@ -95,27 +107,33 @@ class TransferQueries:
                     memory["metadata"] = json.loads(row["metadata"])
                     memory["idempotency_keys"] = json.loads(row["idempotency_keys"] or "[]")
                     yield memory
+                if deleted:
+                    async for row in connection.cursor(_DELETED_KEYS, *_scope_args(scope), prefetch=_CURSOR_PREFETCH):
+                        yield {"deleted": True, "session": row["session"], "memory_id": row["memory_id"],
+                               "idempotency_keys": json.loads(row["keys"])}
 
-    async def existing(self, rows: list[tuple[str, str, bytes]]) -> dict[int, bool]:
+    async def existing(self, rows: list[tuple[str, str, bytes]]) -> dict[int, tuple[bool, str | None]]:
         """Positions in ``rows`` ((session, memory_id, content_hash) each) whose session already
-        holds that memory_id or that content, each with True when it holds the memory_id for other
-        content (the id was reused), False for a duplicate.
+        holds that memory_id or that content, each with (True when it holds the memory_id for other
+        content (the id was reused), else False for a duplicate; the id of the memory holding that
+        content, or None).
 
         One statement per session (one shard's rows when distributed by session, docs/scale-out.md).
         """
-        found: dict[int, bool] = {}
+        found: dict[int, tuple[bool, str | None]] = {}
         for session, places in _by_session(row[0] for row in rows).items():
             hits = await self._run(
                 lambda c, session=session, places=places: c.fetch(
                     "SELECT t.i, EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.memory_id = t.id"
-                    "   AND m.content_hash <> t.hash) AS reused"
+                    "   AND m.content_hash <> t.hash) AS reused,"
+                    " (SELECT m.memory_id::text FROM memories m WHERE m.session = $1 AND m.content_hash = t.hash) AS holder"
                     " FROM unnest($2::uuid[], $3::bytea[]) WITH ORDINALITY AS t(id, hash, i)"
                     " WHERE EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.memory_id = t.id)"
                     " OR EXISTS (SELECT 1 FROM memories m WHERE m.session = $1 AND m.content_hash = t.hash)",
                     session, [rows[i][1] for i in places], [rows[i][2] for i in places],
                 )
             )
-            found.update((places[int(hit["i"]) - 1], hit["reused"]) for hit in hits)
+            found.update((places[int(hit["i"]) - 1], (hit["reused"], hit["holder"])) for hit in hits)
         return found
 
     async def import_memories(self, rows: list[ImportRow]) -> list[str]:
@@ -162,6 +180,31 @@ class TransferQueries:
             return inserted
 
         return await self._run(work)
+
+    async def import_deleted_keys(self, keys: list[tuple[str, str, dict[str, Any]]], dry_run: bool) -> int:
+        """Record the idempotency keys of deleted memories ((session, memory_id, key) each, a key as
+        ``export_memories`` yields it) that their session does not hold yet; returns how many were
+        (with ``dry_run``, would be) recorded. One statement per session, as ``existing``."""
+        recorded = 0
+        for session, places in _by_session(key[0] for key in keys).items():
+            columns = ([keys[i][2]["key"] for i in places], [keys[i][1] for i in places],
+                       [keys[i][2]["content_hash"] for i in places], [keys[i][2]["request_hash"] for i in places],
+                       [json.dumps(keys[i][2]["superseded"]) for i in places],
+                       [keys[i][2]["created_at"] for i in places])
+            given = ("unnest($2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])"
+                     " AS t(key, id, content_hash, request_hash, superseded, at)")
+            fresh = " WHERE NOT EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.session = $1 AND k.idempotency_key = t.key)"
+            if dry_run:
+                recorded += await self._run(lambda c, session=session, columns=columns: c.fetchval(
+                    f"SELECT count(DISTINCT t.key) FROM {given}{fresh}", session, *columns))
+                continue
+            rows = await self._run(lambda c, session=session, columns=columns: c.fetch(
+                "INSERT INTO idempotency_keys (session, idempotency_key, memory_id, content_hash, request_hash,"
+                " superseded, created_at) SELECT $1, t.key, t.id, decode(t.content_hash, 'hex'),"
+                " decode(t.request_hash, 'hex'), ARRAY(SELECT jsonb_array_elements_text(t.superseded::jsonb))::uuid[],"
+                f" t.at FROM {given}{fresh} ON CONFLICT DO NOTHING RETURNING 1", session, *columns))
+            recorded += len(rows)
+        return recorded
 
     async def import_supersessions(self, links: list[tuple[str, str, str, datetime, str]]) -> int:
         """Record (session, memory_id, superseded_by, superseded_at, source) links whose two

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -37,6 +36,7 @@ from mcp_memory.deps import Ready
 from mcp_memory.models import Candidate
 from mcp_memory.pipeline.search import trigram_terms
 from mcp_memory.pipeline.supersede import asks_about_past
+from mcp_memory.pipeline.word_cache import text_cache
 
 __all__ = ["FRAME_SIMILARITY", "MARKER_SIMILARITY", "confirms_update", "content_words", "is_update", "order_updates",
            "prefer_newer", "raise_newer"]
@@ -91,7 +91,7 @@ def _content(text: str, values_only: bool = False) -> set[str]:
     return words
 
 
-@lru_cache(maxsize=4096)
+@text_cache()
 def content_words(text: str) -> frozenset[str]:
     """The content words of ``text``: Latin words and numbers in lower case without possessive 's or stop
     words, and CJK character pairs that are not both function characters."""
@@ -120,7 +120,7 @@ class _Words(NamedTuple):
     changed_values: frozenset[str] | None  # values from the change marker on; None without a marker
 
 
-@lru_cache(maxsize=4096)
+@text_cache()
 def _words(text: str) -> _Words:
     marker = _MARKER.search(text)
     changed = None

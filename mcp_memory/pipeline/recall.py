@@ -22,7 +22,7 @@ from mcp_memory.pipeline.rerank import rerank
 from mcp_memory.pipeline.search import search
 from mcp_memory.pipeline.supersede import prefer_current
 from mcp_memory.pipeline.validate import check_session, check_text, check_top_k, parse_occurred_at
-from mcp_memory.privacy.redact import redact
+from mcp_memory.privacy.redact import redact, screen_metadata
 
 __all__ = ["recall", "trace"]
 
@@ -81,6 +81,19 @@ def _first_windows(ready: Ready) -> Callable[[list[str]], Awaitable[list[np.ndar
     return lambda texts: embedder.embed_batch([embedder.windows(text)[0] for text in texts])
 
 
+# The audit fields that hold free text (a string, or a list of strings), each of which may repeat the
+# query: the planner's rewrites, a model's answer or refusal, notes quoting a model's or provider's reply.
+_FREE_TEXT = ("query", "queries", "answer", "answer_note", "plan_notes", "llm_fallbacks", "rerank_note", "embed_note")
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value, "query")[0]
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    return value
+
+
 async def recall(
     ready: Ready,
     session: str,
@@ -91,15 +104,14 @@ async def recall(
     as_of: str | None = None,
 ) -> RecallResult:
     """Find the memories of ``session`` that answer ``query`` (``trace``) and write its audit row;
-    unless ``privacy.secrets`` is keep, the row's query, planned queries and metadata filter values
-    have secrets redacted."""
+    unless ``privacy.secrets`` is keep, every text of the row that can repeat the query (the query,
+    planned queries, answer, notes, fallbacks; metadata filter values) has secrets redacted. The
+    reply itself is the caller's and is not rewritten."""
     result, detail = await trace(ready, session, query, top_k, include_superseded, filters, as_of)
     if ready.settings.privacy.secrets != "keep":
-        detail = {**detail, "query": redact(detail["query"], "query")[0],
-                  "queries": [redact(planned, "query")[0] for planned in detail["queries"]]}
+        detail = {**detail, **{field: _redacted(detail[field]) for field in _FREE_TEXT if detail.get(field)}}
         if detail["filters"] and detail["filters"].get("metadata"):
-            metadata = {key: redact(value, "metadata")[0] if isinstance(value, str) else value
-                        for key, value in detail["filters"]["metadata"].items()}
+            metadata = screen_metadata(detail["filters"]["metadata"], "redact")[0]  # keys and values
             detail["filters"] = {**detail["filters"], "metadata": metadata}
     await record(ready.repository, session, "recall", detail)
     return result

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 
 import numpy as np
 
@@ -43,6 +42,7 @@ from mcp_memory.deps import Ready
 from mcp_memory.models import Candidate
 from mcp_memory.pipeline.implicit_updates import content_words, raise_newer
 from mcp_memory.pipeline.supersede import asks_about_past
+from mcp_memory.pipeline.word_cache import text_cache
 
 __all__ = ["MIN_SHARED", "SHARED_FRACTION", "SHARED_WEIGHT", "SHORT_CHARS", "SHORT_SIMILARITY", "WINDOW",
            "order_by_subject", "question_terms", "same_subject", "subject_pairs"]
@@ -81,7 +81,7 @@ def question_terms(query: str) -> frozenset[str]:
     return frozenset(word for word in content_words(query) if word not in _QUESTION_WORDS)
 
 
-@lru_cache(maxsize=4096)
+@text_cache()
 def _held(terms: frozenset[str], text: str) -> frozenset[str]:
     """The question words ``text`` holds (``match``)."""
     by_start: dict[str, list[str]] = {}

@@ -55,11 +55,27 @@ def screen(field: str, text: str, policy: SecretsPolicy) -> tuple[str, list[Reda
 
 
 def screen_metadata(metadata: dict[str, Any], policy: SecretsPolicy) -> tuple[dict[str, Any], list[Redaction]]:
-    """``metadata`` with every string value (at any depth) screened as ``screen`` does; fields are
-    named by their path (``metadata.auth.token``, ``metadata.keys.0``). Keys are left as they are."""
+    """``metadata`` with every string value and every key (at any depth) screened as ``screen`` does;
+    fields are named by their path (``metadata.auth.token``, ``metadata.keys.0``), a key by its path
+    once redacted and `` (key)`` (``metadata.[redacted: aws-access-key] (key)``). Two keys of one
+    object that redact alike stay apart: the second gets `` #2``, and so on."""
     if policy == "keep":
         return metadata, []
     found: list[Redaction] = []
+
+    def screened_key(key: str, path: str, taken: dict[str, Any]) -> str:
+        redacted, redactions = redact(key, "")
+        if not redactions:
+            return key
+        unique, n = redacted, 1
+        while unique in taken:
+            n += 1
+            unique = f"{redacted} #{n}"
+        field = f"{path}.{unique} (key)"
+        if policy == "refuse":
+            screen(field, key, policy)  # raises, naming the key by its redacted path
+        found.extend(r.model_copy(update={"field": field}) for r in redactions)
+        return unique
 
     def walk(value: Any, path: str) -> Any:
         if isinstance(value, str):
@@ -67,7 +83,12 @@ def screen_metadata(metadata: dict[str, Any], policy: SecretsPolicy) -> tuple[di
             found.extend(redactions)
             return screened
         if isinstance(value, dict):
-            return {key: walk(item, f"{path}.{key}") for key, item in value.items()}
+            plain = {key for key in value if not find_secrets(key)}
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                name = key if key in plain else screened_key(key, path, {**dict.fromkeys(plain), **out})
+                out[name] = walk(item, f"{path}.{name}")
+            return out
         if isinstance(value, list):
             return [walk(item, f"{path}.{index}") for index, item in enumerate(value)]
         return value

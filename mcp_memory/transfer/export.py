@@ -5,7 +5,10 @@ The format (``mcp-memory``, version 1): line 1 is a header object ``{"format": "
 every further line is one memory: ``memory_id, session, content, occurred_at, created_at``
 (ISO 8601 with offset), ``metadata``, ``importance``, ``superseded_by, superseded_at,
 superseded_source`` (null when current) and ``idempotency_keys`` (the store_memory keys that
-named it). Vectors are not exported: the importer embeds again with its own model.
+named it). After the memories, one line ``{memory_id, session, "deleted": true, idempotency_keys}``
+per deleted memory whose keys remain (each key with its ``content_hash``), so that a late retry with
+one stays an error after an import instead of storing the deleted memory again. Vectors are not
+exported: the importer embeds again with its own model.
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ async def export(ready: Ready, scope: SessionScope, out: TextIO) -> int:
     (session, occurred_at, created_at, memory_id), streaming from the database.
 
     Returns:
-        How many memories were written.
+        How many memories were written (the lines of deleted memories' keys not counted).
 
     Raises:
         DatabaseUnavailable or asyncpg errors: the database went away mid-export; what was written
@@ -73,7 +76,11 @@ async def export(ready: Ready, scope: SessionScope, out: TextIO) -> int:
     """
     out.write(json.dumps(header(ready, scope), ensure_ascii=False) + "\n")
     count = 0
-    async for memory in ready.repository.export_memories(scope):
+    async for memory in ready.repository.export_memories(scope, deleted=True):
+        if memory.get("deleted"):
+            out.write(json.dumps({"memory_id": memory["memory_id"], "session": memory["session"], "deleted": True,
+                                  "idempotency_keys": memory["idempotency_keys"]}, ensure_ascii=False) + "\n")
+            continue
         out.write(_line(memory) + "\n")
         count += 1
     return count

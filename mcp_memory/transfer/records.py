@@ -21,7 +21,7 @@ from mcp_memory.pipeline.validate import (
 from mcp_memory.privacy.settings import SecretsPolicy
 from mcp_memory.settings import LimitSettings
 
-__all__ = ["Link", "Record", "parse_line", "parse_record"]
+__all__ = ["Deleted", "Link", "Record", "parse_line", "parse_record"]
 
 _FIELDS = frozenset({
     "memory_id", "session", "content", "occurred_at", "created_at", "metadata", "importance",
@@ -42,6 +42,16 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Deleted:
+    """The idempotency keys of a memory deleted before the export (``{key, request_hash,
+    content_hash, superseded, created_at}`` each, checked), to record in ``session``."""
+
+    session: str
+    memory_id: str
+    keys: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
 class Record:
     """A checked line: the memory to insert (without vectors yet), its supersession if any, and
     the secrets taken out of it."""
@@ -57,23 +67,24 @@ def _text(value: Any, field: str) -> str:
     return value
 
 
-def _keys(value: Any) -> list[dict[str, Any]]:
+def _keys(value: Any, deleted: bool = False) -> list[dict[str, Any]]:
     if value is None:
         return []
     if not isinstance(value, list):
         raise InvalidInput("idempotency_keys", "must be a list")
     keys = []
+    hashes = ("request_hash", "content_hash") if deleted else ("request_hash",)
     for entry in value:
-        request_hash = entry.get("request_hash") if isinstance(entry, dict) else None
-        if not isinstance(request_hash, str) or not _HEX_SHA256.fullmatch(request_hash) \
-                or not isinstance(entry.get("superseded", []), list):
-            raise InvalidInput("idempotency_keys", "each must be {key, request_hash (64 hex digits), superseded, "
-                               "created_at}")
+        if not isinstance(entry, dict) or not isinstance(entry.get("superseded", []), list) or not all(
+                isinstance(entry.get(name), str) and _HEX_SHA256.fullmatch(entry[name]) for name in hashes):
+            shape = "request_hash and content_hash (64 hex digits each)" if deleted else "request_hash (64 hex digits)"
+            raise InvalidInput("idempotency_keys", f"each must be {{key, {shape}, superseded, created_at}}")
         keys.append({
             "key": check_idempotency_key(_text(entry.get("key"), "idempotency_keys.key")),
             "request_hash": entry["request_hash"],
             "superseded": [check_memory_id(i) for i in entry.get("superseded", [])],
             "created_at": parse_occurred_at(_text(entry.get("created_at"), "idempotency_keys.created_at")),
+            **({"content_hash": entry["content_hash"]} if deleted else {}),
         })
     return keys
 
@@ -96,8 +107,22 @@ def parse_line(raw: str) -> Any:
         raise ValueError("not JSON (nested too deep to read)") from None
 
 
+def _deleted(value: dict[str, Any], limits: LimitSettings, session: str | None, prefix: str) -> Deleted:
+    """A line of a deleted memory's keys, checked."""
+    unknown = sorted(set(value) - {"memory_id", "session", "deleted", "idempotency_keys"})
+    if unknown:
+        raise InvalidInput(unknown[0], "is not a field of a deleted memory's line (memory_id, session, deleted, "
+                           "idempotency_keys)")
+    for field in ("memory_id", "session"):
+        if value.get(field) is None:
+            raise InvalidInput(field, "is missing")
+    memory_id = check_memory_id(_text(value["memory_id"], "memory_id"))
+    target = prefix + (session if session is not None else _text(value["session"], "session"))
+    return Deleted(check_session(target, limits), memory_id, _keys(value.get("idempotency_keys"), deleted=True))
+
+
 def parse_record(value: Any, limits: LimitSettings, session: str | None, prefix: str,
-                 secrets: SecretsPolicy = "redact") -> Record:
+                 secrets: SecretsPolicy = "redact") -> Record | Deleted:
     """Check one exported memory and build what to insert.
 
     Args:
@@ -106,12 +131,17 @@ def parse_record(value: Any, limits: LimitSettings, session: str | None, prefix:
         secrets: ``privacy.secrets``: secrets in content and metadata are redacted (listed in the
             record's ``redactions``), refused (the line is rejected), or kept, as store_memory does.
 
+    Returns:
+        The memory's Record, or for a line of a deleted memory (``"deleted": true``) its keys.
+
     Raises:
         InvalidInput: the first field that breaks a rule (an unknown field, a missing memory_id,
             session, content or occurred_at, or any store_memory rule, a secret under refuse), by name.
     """
     if not isinstance(value, dict):
         raise InvalidInput("line", "must be a JSON object (one memory)")
+    if value.get("deleted") is True:
+        return _deleted(value, limits, session, prefix)
     unknown = sorted(set(value) - _FIELDS)
     if unknown:
         raise InvalidInput(unknown[0], f"is not a field of an exported memory (fields: {', '.join(sorted(_FIELDS))})")
