@@ -305,28 +305,18 @@ async def test_supersession_links_that_go_round_in_a_cycle_are_bad_lines_and_non
     assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {a: None, b: None, c: None, d: e, e: None}
 
 
-async def test_a_line_skipped_for_reusing_an_id_marks_no_memory_superseded(client, pg_url, work_dir, tmp_path):
-    """Found by an attack: a line whose memory_id is the id of other content was reported skipped, yet
-    its superseded_by was restored on the memory that already held the id, hiding it from recall."""
-    held = await store(client, "team:a", "The office is in Lyon.", occurred_at="2024-01-05")
-    successor = "00000000-0000-4000-8000-0000000000aa"
+def _linked_pair(tmp_path: Path, older: tuple[str, str], newer: tuple[str, str]) -> Path:
+    """An mcp-memory export of two memories of ``team:a`` ((memory_id, content) each), the older one
+    (2024-01-01) superseded by the newer (2024-06-01) on 2024-02-01."""
     path = tmp_path / "crafted.jsonl"
     path.write_text("\n".join([
         json.dumps({"format": "mcp-memory", "version": 1}),
-        json.dumps({"memory_id": held, "session": "team:a", "content": "Something else entirely.",
-                    "occurred_at": "2024-01-01", "superseded_by": successor,
-                    "superseded_at": "2024-02-01T00:00:00+00:00", "superseded_source": "explicit"}),
-        json.dumps({"memory_id": successor, "session": "team:a", "content": "The office moved to Paris.",
-                    "occurred_at": "2024-06-01"}),
+        json.dumps({"memory_id": older[0], "session": "team:a", "content": older[1], "occurred_at": "2024-01-01",
+                    "superseded_by": newer[0], "superseded_at": "2024-02-01T00:00:00+00:00",
+                    "superseded_source": "explicit"}),
+        json.dumps({"memory_id": newer[0], "session": "team:a", "content": newer[1], "occurred_at": "2024-06-01"}),
     ]) + "\n")
-    for dry_run in (["--dry-run"], []):
-        summary = _summary(await _run(work_dir, pg_url, "import", str(path), *dry_run))
-        assert [r["line"] for r in summary["rejected"]] == [2]
-        assert (summary["stored"], summary["supersessions"]) == (1, 0)
-    out = tmp_path / "out.jsonl"
-    await _run(work_dir, pg_url, "export", "--session", "team:a", "-o", str(out))
-    assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {held: None, successor: None}
-
+    return path
 
 
 async def test_a_deleted_memorys_idempotency_key_survives_export_and_import(
@@ -372,24 +362,20 @@ async def test_an_import_whose_successor_is_already_stored_under_another_id_keep
     assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {ids["old"]: there, there: None}
 
 
-async def test_a_link_to_a_line_skipped_for_reusing_an_id_is_not_restored(client, pg_url, work_dir, tmp_path):
-    """Found by an attack: the successor's line was skipped (its id names other content here), yet the
-    link to that id was restored, so the file's memory was marked superseded by an unrelated memory."""
+@pytest.mark.parametrize("reused", ["older", "newer"])
+async def test_a_line_skipped_for_reusing_an_id_restores_no_link(client, pg_url, work_dir, tmp_path, reused):
+    """Found by an attack. ``older``: a line whose memory_id is the id of other content was reported
+    skipped, yet its superseded_by was restored on the memory that already held the id, hiding it from
+    recall. ``newer``: the successor's line was skipped so, yet the link to that id was restored, and
+    the file's memory was marked superseded by an unrelated memory."""
     held = await store(client, "team:a", "Bob likes tea.", occurred_at="2024-01-05")
-    older = "00000000-0000-4000-8000-0000000000cc"
-    path = tmp_path / "crafted.jsonl"
-    path.write_text("\n".join([
-        json.dumps({"format": "mcp-memory", "version": 1}),
-        json.dumps({"memory_id": older, "session": "team:a", "content": "The office is in Lyon.",
-                    "occurred_at": "2024-01-01", "superseded_by": held,
-                    "superseded_at": "2024-02-01T00:00:00+00:00", "superseded_source": "explicit"}),
-        json.dumps({"memory_id": held, "session": "team:a", "content": "The office moved to Paris.",
-                    "occurred_at": "2024-06-01"}),
-    ]) + "\n")
+    other = "00000000-0000-4000-8000-0000000000cc"
+    older, newer = (held, other) if reused == "older" else (other, held)
+    path = _linked_pair(tmp_path, (older, "The office is in Lyon."), (newer, "The office moved to Paris."))
     for dry_run in (["--dry-run"], []):
         summary = _summary(await _run(work_dir, pg_url, "import", str(path), *dry_run))
-        assert [r["line"] for r in summary["rejected"]] == [3]
+        assert [r["line"] for r in summary["rejected"]] == [2 if reused == "older" else 3]
         assert (summary["stored"], summary["supersessions"]) == (1, 0)
     out = tmp_path / "out.jsonl"
     await _run(work_dir, pg_url, "export", "--session", "team:a", "-o", str(out))
-    assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {held: None, older: None}
+    assert {m["memory_id"]: m["superseded_by"] for m in _lines(out)[1]} == {held: None, other: None}
