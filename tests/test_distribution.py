@@ -32,6 +32,7 @@ CROSS_SESSION = {
     "usage.reset_usage": "mcp-memory usage --reset: clears the totals of a scope, records it in a reference table",
     "migrate._check_embedding_model": "the count of all memories in the error that refuses a changed model at start",
     "browse.sessions": "the page's session list: the sessions a token may see, with counts from memory_stats",
+    "redaction.audit_rows": "mcp-memory redact: the audit rows of a scope's sessions, read through one cursor as export reads",
     "health.vector_sessions": "mcp-memory doctor: how many sessions fit the in-process vector copies' budget",
 }
 

@@ -54,6 +54,10 @@ _DELETED_KEYS = (
     " AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.session = k.session AND m.memory_id = k.memory_id)"
     " GROUP BY k.session, k.memory_id ORDER BY k.session, k.memory_id"
 )
+# import_deleted_keys: the keys of one session ($1) given as arrays ($2-$7), and those it does not hold yet
+_GIVEN_KEYS = ("unnest($2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])"
+               " AS t(key, id, content_hash, request_hash, superseded, at)")
+_NEW_KEY = " WHERE NOT EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.session = $1 AND k.idempotency_key = t.key)"
 _CURSOR_PREFETCH = 500  # rows per round trip of the cursor
 
 
@@ -191,18 +195,15 @@ class TransferQueries:
                        [keys[i][2]["content_hash"] for i in places], [keys[i][2]["request_hash"] for i in places],
                        [json.dumps(keys[i][2]["superseded"]) for i in places],
                        [keys[i][2]["created_at"] for i in places])
-            given = ("unnest($2::text[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])"
-                     " AS t(key, id, content_hash, request_hash, superseded, at)")
-            fresh = " WHERE NOT EXISTS (SELECT 1 FROM idempotency_keys k WHERE k.session = $1 AND k.idempotency_key = t.key)"
             if dry_run:
                 recorded += await self._run(lambda c, session=session, columns=columns: c.fetchval(
-                    f"SELECT count(DISTINCT t.key) FROM {given}{fresh}", session, *columns))
+                    f"SELECT count(DISTINCT t.key) FROM {_GIVEN_KEYS}{_NEW_KEY}", session, *columns))
                 continue
             rows = await self._run(lambda c, session=session, columns=columns: c.fetch(
                 "INSERT INTO idempotency_keys (session, idempotency_key, memory_id, content_hash, request_hash,"
                 " superseded, created_at) SELECT $1, t.key, t.id, decode(t.content_hash, 'hex'),"
                 " decode(t.request_hash, 'hex'), ARRAY(SELECT jsonb_array_elements_text(t.superseded::jsonb))::uuid[],"
-                f" t.at FROM {given}{fresh} ON CONFLICT DO NOTHING RETURNING 1", session, *columns))
+                f" t.at FROM {_GIVEN_KEYS}{_NEW_KEY} ON CONFLICT DO NOTHING RETURNING 1", session, *columns))
             recorded += len(rows)
         return recorded
 
