@@ -218,6 +218,7 @@ async def _cli(work_dir: Path, pg_url: str, *args: str) -> subprocess.CompletedP
     return result
 
 
+@pytest.mark.backends("single", "citus")  # redact's SQL (db/redaction.py) on the cluster too
 async def test_doctor_counts_stored_secrets_and_redact_replaces_them_in_place(pg_url, work_dir, empty_tables):
     long_said = SAID + " " + " ".join(f"Step {i}: check the pipeline log." for i in range(300))
     async with served(make_settings(pg_url, work_dir, privacy={"secrets": "keep"})) as keeping:
@@ -253,6 +254,7 @@ async def test_doctor_counts_stored_secrets_and_redact_replaces_them_in_place(pg
         "ok", "none of the 4 stored memories holds a detectable secret (privacy.secrets = 'redact')")
 
 
+@pytest.mark.backends("single", "citus")  # redact's SQL (db/redaction.py) on the cluster too
 async def test_redact_also_replaces_the_secrets_that_audit_rows_kept(pg_url, work_dir, empty_tables):
     """Found by an attack: under keep a recall's audit row holds its query as asked; `redact` rewrote
     the memories only, so after `redact --all` the key was still in the database, in list_audits and
@@ -275,6 +277,7 @@ async def test_redact_also_replaces_the_secrets_that_audit_rows_kept(pg_url, wor
     assert filtered["filters"]["metadata"] == {"key": "[redacted: github-token]"}
 
 
+@pytest.mark.backends("single", "citus")  # redact's SQL (db/redaction.py) on the cluster too
 async def test_redact_merges_two_memories_that_differed_only_in_their_secret(pg_url, work_dir, empty_tables):
     async with served(make_settings(pg_url, work_dir, privacy={"secrets": "keep"})) as keeping:
         await store(keeping, "ops", f"The key is {AWS}.")
@@ -285,6 +288,7 @@ async def test_redact_merges_two_memories_that_differed_only_in_their_secret(pg_
         "The key is [redacted: aws-access-key]."]
 
 
+@pytest.mark.backends("single", "citus")  # redact's SQL (db/redaction.py) on the cluster too
 async def test_a_merge_by_redact_hands_the_merged_memorys_history_and_keys_to_the_memory_it_merged_into(
         pg_url, work_dir, empty_tables):
     """Found by an attack: the merged memory was deleted as delete_memory deletes, so the memory it had
@@ -302,12 +306,13 @@ async def test_a_merge_by_redact_hands_the_merged_memorys_history_and_keys_to_th
     assert (done["redacted"], done["merged"]) == (1, 1)
     links = await _rows(pg_url, "SELECT memory_id::text AS m, superseded_by::text AS s FROM memory_supersessions")
     assert [(row["m"], row["s"]) for row in links] == [(berlin, kept)]
-    keys = await _rows(pg_url, "SELECT memory_id::text AS m, content_hash = (SELECT content_hash FROM memories"
-                       " WHERE memory_id = $1::uuid) AS same FROM idempotency_keys", kept)
-    assert [(row["m"], row["same"]) for row in keys] == [(kept, True)]
+    keys = await _rows(pg_url, "SELECT memory_id::text AS m, content_hash AS h FROM idempotency_keys")
+    [held] = await _rows(pg_url, "SELECT content_hash AS h FROM memories WHERE memory_id = $1::uuid", kept)
+    assert [(row["m"], row["h"]) for row in keys] == [(kept, held["h"])]
     assert merged not in {row["m"] for row in await _rows(pg_url, "SELECT memory_id::text AS m FROM memories")}
 
 
+@pytest.mark.backends("single", "citus")  # redact's SQL (db/redaction.py) on the cluster too
 async def test_redact_of_a_memory_deleted_meanwhile_rewrites_nothing(deps, empty_tables):
     """Found by an attack: a memory deleted between redact's read and its rewrite (a delete_memory during
     the run) made the rewrite insert index rows for a memory that no longer exists: a foreign-key error
