@@ -58,8 +58,8 @@ class ImportSummary:
 
     def as_json(self) -> dict[str, Any]:
         return {"stored": self.stored, "duplicates": self.duplicates, "supersessions": self.supersessions,
-                "redacted": self.redacted, "deleted_keys": self.deleted_keys, "rejected": [{"line": n, "reason": r} for n, r in self.rejected],
-                "dry_run": self.dry_run}
+                "redacted": self.redacted, "deleted_keys": self.deleted_keys,
+                "rejected": [{"line": n, "reason": r} for n, r in self.rejected], "dry_run": self.dry_run}
 
 
 class _Rate(ProgressColumn):
