@@ -17,7 +17,7 @@ from typing import Any
 import asyncpg
 
 from mcp_memory.access.scope import SessionScope
-from mcp_memory.db.usage import _IN_SCOPE, _scope_args
+from mcp_memory.db.scopes import in_scope, scope_args
 
 __all__ = ["BrowseQueries", "MemoryKey"]
 
@@ -53,9 +53,9 @@ class BrowseQueries:
         once every memory was deleted: such a session is not listed)."""
         rows = await self._run(
             lambda c: c.fetch(
-                f"SELECT session, n FROM memory_stats WHERE {_IN_SCOPE} AND session > $4 AND n > 0"
+                f"SELECT session, n FROM memory_stats WHERE {in_scope()} AND session > $4 AND n > 0"
                 " ORDER BY session LIMIT $5",
-                *_scope_args(scope), after, limit,
+                *scope_args(scope), after, limit,
             )
         )
         return [(row["session"], int(row["n"])) for row in rows]

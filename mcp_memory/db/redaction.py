@@ -17,7 +17,7 @@ import asyncpg
 import numpy as np
 
 from mcp_memory.access.scope import SessionScope
-from mcp_memory.db.usage import _IN_SCOPE, _scope_args
+from mcp_memory.db.scopes import in_scope, scope_args
 
 __all__ = ["RedactionQueries"]
 
@@ -63,9 +63,9 @@ class RedactionQueries:
         async with self._pool.acquire() as connection:
             async with connection.transaction(readonly=True, isolation="repeatable_read"):
                 await connection.execute("SET LOCAL statement_timeout = 0")
-                sql = (f"SELECT session, audit_id, detail::text AS detail FROM audits WHERE {_IN_SCOPE}"
+                sql = (f"SELECT session, audit_id, detail::text AS detail FROM audits WHERE {in_scope()}"
                        " ORDER BY session, audit_id")
-                async for row in connection.cursor(sql, *_scope_args(scope), prefetch=500):
+                async for row in connection.cursor(sql, *scope_args(scope), prefetch=500):
                     yield row["session"], row["audit_id"], json.loads(row["detail"])
 
     async def replace_audit_detail(self, session: str, audit_id: int, detail: dict[str, Any]) -> None:

@@ -19,15 +19,9 @@ import numpy as np
 
 from mcp_memory.access.scope import SessionScope
 from mcp_memory.db import postings
-from mcp_memory.db.usage import _scope_args
+from mcp_memory.db.scopes import in_scope, scope_args
 
 __all__ = ["ImportRow", "TransferQueries"]
-
-# $1: every session; $2: exact names; $3: prefixes (usage.py's scope arguments).
-def _in_scope(column: str) -> str:
-    return (f"($1::boolean OR {column} = ANY($2::text[])"
-            f" OR EXISTS (SELECT 1 FROM unnest($3::text[]) AS p(prefix) WHERE starts_with({column}, p.prefix)))")
-
 
 # Storage order (migration 009): the order recall sorts ties in, and the order of the index it reads.
 _EXPORT = (
@@ -39,9 +33,9 @@ _EXPORT = (
     " LEFT JOIN (SELECT session, memory_id, jsonb_agg(jsonb_build_object('key', idempotency_key,"
     "   'request_hash', encode(request_hash, 'hex'), 'superseded', superseded::text[], 'created_at', created_at)"
     "   ORDER BY idempotency_key)::text AS keys FROM idempotency_keys"
-    f"   WHERE {_in_scope('session')} GROUP BY session, memory_id) k"
+    f"   WHERE {in_scope('session')} GROUP BY session, memory_id) k"
     "  ON k.session = m.session AND k.memory_id = m.memory_id"
-    f" WHERE {_in_scope('m.session')}"
+    f" WHERE {in_scope('m.session')}"
     " ORDER BY m.session, m.occurred_at, m.created_at, m.memory_id"
 )
 # The idempotency keys whose memory was deleted (they outlive it: a late retry is an error, never a re-store).
@@ -50,7 +44,7 @@ _DELETED_KEYS = (
     " 'request_hash', encode(k.request_hash, 'hex'), 'content_hash', encode(k.content_hash, 'hex'),"
     " 'superseded', k.superseded::text[], 'created_at', k.created_at) ORDER BY k.idempotency_key)::text AS keys"
     " FROM idempotency_keys k"
-    f" WHERE {_in_scope('k.session')}"
+    f" WHERE {in_scope('k.session')}"
     " AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.session = k.session AND m.memory_id = k.memory_id)"
     " GROUP BY k.session, k.memory_id ORDER BY k.session, k.memory_id"
 )
@@ -106,13 +100,13 @@ class TransferQueries:
         async with self._pool.acquire() as connection:
             async with connection.transaction(readonly=True, isolation="repeatable_read"):
                 await connection.execute("SET LOCAL statement_timeout = 0")
-                async for row in connection.cursor(_EXPORT, *_scope_args(scope), prefetch=_CURSOR_PREFETCH):
+                async for row in connection.cursor(_EXPORT, *scope_args(scope), prefetch=_CURSOR_PREFETCH):
                     memory = dict(row)
                     memory["metadata"] = json.loads(row["metadata"])
                     memory["idempotency_keys"] = json.loads(row["idempotency_keys"] or "[]")
                     yield memory
                 if deleted:
-                    async for row in connection.cursor(_DELETED_KEYS, *_scope_args(scope), prefetch=_CURSOR_PREFETCH):
+                    async for row in connection.cursor(_DELETED_KEYS, *scope_args(scope), prefetch=_CURSOR_PREFETCH):
                         yield {"deleted": True, "session": row["session"], "memory_id": row["memory_id"],
                                "idempotency_keys": json.loads(row["keys"])}
 

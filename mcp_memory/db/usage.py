@@ -15,22 +15,12 @@ from typing import Any
 import asyncpg
 
 from mcp_memory.access.scope import SessionScope
+from mcp_memory.db.scopes import in_scope, scope_args
 
 __all__ = ["UsageQueries"]
 
 _COLUMNS = ("calls", "errors", "prompt_tokens", "cached_prompt_tokens", "completion_tokens", "reasoning_tokens")
 _SUMS = ", ".join(f"sum({name})::bigint AS {name}" for name in _COLUMNS)
-# $1: every session; $2: exact names; $3: prefixes.
-_IN_SCOPE = (
-    "($1::boolean OR session = ANY($2::text[])"
-    " OR EXISTS (SELECT 1 FROM unnest($3::text[]) AS p(prefix) WHERE starts_with(session, p.prefix)))"
-)
-
-
-def _scope_args(scope: SessionScope) -> tuple[bool, list[str], list[str]]:
-    return scope.everything, sorted(scope.exact), list(scope.prefixes)
-
-
 class UsageQueries:
     """Add, sum and clear LLM token totals."""
 
@@ -56,8 +46,8 @@ class UsageQueries:
         """Token totals per operation over the sessions of ``scope``, summed over models."""
         rows = await self._run(
             lambda c: c.fetch(
-                f"SELECT operation, {_SUMS} FROM llm_usage WHERE {_IN_SCOPE} GROUP BY operation ORDER BY operation",
-                *_scope_args(scope),
+                f"SELECT operation, {_SUMS} FROM llm_usage WHERE {in_scope()} GROUP BY operation ORDER BY operation",
+                *scope_args(scope),
             )
         )
         return [dict(row) for row in rows]
@@ -70,12 +60,12 @@ class UsageQueries:
         """
         recorded = await self._run(
             lambda c: c.fetchval(
-                f"WITH cleared AS (DELETE FROM llm_usage WHERE {_IN_SCOPE} RETURNING *),"
+                f"WITH cleared AS (DELETE FROM llm_usage WHERE {in_scope()} RETURNING *),"
                 f" totals AS (SELECT operation, {_SUMS} FROM cleared GROUP BY operation)"
                 " INSERT INTO usage_resets (scope, cleared)"
                 " SELECT $4::text[], coalesce(jsonb_agg(to_jsonb(totals) ORDER BY operation), '[]'::jsonb) FROM totals"
                 " RETURNING cleared",
-                *_scope_args(scope),
+                *scope_args(scope),
                 scope.patterns(),
             )
         )
